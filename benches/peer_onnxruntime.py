@@ -1,0 +1,123 @@
+#!/usr/bin/env python3
+"""edgert's CPU inference against onnxruntime (CPU provider), same model, same photo, same thread
+count, in one run; prints a markdown table with the ratio edgert / onnxruntime.
+
+Both sides time the inference stage only (the model call on a ready 1×C×H×W tensor) with the same
+protocol: 200 ms warm-up, then at least --duration-s seconds and 10 iterations; p50 and p99 are
+nearest-rank. onnxruntime's input is the photo preprocessed by Pillow with the manifest's recipe.
+
+    python3 benches/peer_onnxruntime.py [--edgert target/release/edgert] [--threads 1,2]
+Needs: pip install onnxruntime numpy pillow (see benches/README.md).
+"""
+import argparse
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+
+import numpy as np
+import onnxruntime as ort
+from PIL import Image
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def percentile(sorted_ms, p):
+    rank = math.ceil(p / 100 * len(sorted_ms))
+    return sorted_ms[min(max(rank, 1), len(sorted_ms)) - 1]
+
+
+def preprocess(manifest, photo):
+    """The manifest's recipe with Pillow: centre-crop or stretch, scale, mean/std, NCHW."""
+    pre, shape = manifest["preprocess"], manifest["input"]["shape"]
+    h, w = shape[2], shape[3]
+    img = Image.open(photo).convert("RGB")
+    if pre.get("resize") == "center-crop":
+        short = pre.get("resize_short_side", max(h, w))
+        s = short / min(img.size)
+        img = img.resize((round(img.width * s), round(img.height * s)), Image.BILINEAR)
+        left, top = (img.width - w) // 2, (img.height - h) // 2
+        img = img.crop((left, top, left + w, top + h))
+    else:
+        img = img.resize((w, h), Image.BILINEAR)
+    x = np.asarray(img, dtype=np.float32) * pre.get("scale", 1 / 255)
+    x = (x - np.array(pre.get("mean", [0.0]), np.float32)) / np.array(pre.get("std", [1.0]), np.float32)
+    return x.transpose(2, 0, 1)[None].astype(np.float32)
+
+
+def time_onnxruntime(onnx_path, x, threads, duration_s):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    session = ort.InferenceSession(onnx_path, options, providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    end = time.perf_counter() + 0.2
+    while time.perf_counter() < end:
+        session.run(None, {name: x})
+    samples, start = [], time.perf_counter()
+    while time.perf_counter() - start < duration_s or len(samples) < 10:
+        t0 = time.perf_counter()
+        session.run(None, {name: x})
+        samples.append((time.perf_counter() - t0) * 1e3)
+    samples.sort()
+    return percentile(samples, 50), percentile(samples, 99)
+
+
+def time_edgert(edgert, manifest_path, photo, threads, duration_s):
+    with tempfile.TemporaryDirectory() as tmp:
+        report = os.path.join(tmp, "r.json")
+        subprocess.run(
+            [edgert, "bench", "--model", manifest_path, "--input", photo, "--threads", str(threads),
+             "--duration-s", str(duration_s), "--json", report],
+            check=True, stdout=subprocess.DEVNULL)
+        with open(report) as f:
+            stats = json.load(f)["runs"][0]["stages"]["inference"]
+    return stats["p50_ms"], stats["p99_ms"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--edgert", default=os.path.join(ROOT, "target/release/edgert"))
+    ap.add_argument("--models", default="mobilenetv2_fp32,mobilenetv2_int8_qdq")
+    ap.add_argument("--photo", default=os.path.join(ROOT, "models/images/chelsea.png"))
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--duration-s", type=float, default=3.0)
+    args = ap.parse_args()
+    if not os.access(args.edgert, os.X_OK):
+        sys.exit(f"peer_onnxruntime.py: {args.edgert}: not an executable (cargo build --release first)")
+    print(f"machine: {platform.machine()}, {os.cpu_count()} logical CPUs, {cpu_model()}; "
+          f"onnxruntime {ort.__version__}; photo {os.path.basename(args.photo)}\n")
+    print("| model | threads | edgert cpu p50 | onnxruntime p50 | p50 ratio | edgert cpu p99 | onnxruntime p99 | p99 ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name in args.models.split(","):
+        manifest_path = os.path.join(ROOT, "models", name + ".toml")
+        with open(manifest_path, "rb") as f:
+            manifest = tomllib.load(f)
+        onnx_path = os.path.join(ROOT, "models", manifest["model"]["file"])
+        x = preprocess(manifest, args.photo)
+        for threads in [int(t) for t in args.threads.split(",")]:
+            e50, e99 = time_edgert(args.edgert, manifest_path, args.photo, threads, args.duration_s)
+            o50, o99 = time_onnxruntime(onnx_path, x, threads, args.duration_s)
+            print(f"| {name} | {threads} | {e50:.2f} ms | {o50:.2f} ms | {e50 / o50:.2f}× | "
+                  f"{e99:.2f} ms | {o99:.2f} ms | {e99 / o99:.2f}× |", flush=True)
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown CPU"
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,104 @@
+//! Backends run models: `Backend` (usable here?) → `Prepared` (a compiled plan) → `Session`
+//! (per thread: buffers and state). `registry` lists them in priority order.
+
+pub mod cpu;
+
+use crate::model::Model;
+use crate::tensor::{HostTensor, TensorSpec};
+use crate::{Error, Result};
+
+/// How to prepare a model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PrepareOptions {
+    /// Batch size the plan is compiled for.
+    pub batch: usize,
+    /// Intra-op threads; 1 runs on the calling thread.
+    pub threads: usize,
+}
+
+impl Default for PrepareOptions {
+    fn default() -> Self {
+        PrepareOptions { batch: 1, threads: 1 }
+    }
+}
+
+pub trait Backend: Send + Sync {
+    fn name(&self) -> &'static str;
+    /// Whether the backend can run on this machine, and why not.
+    fn check(&self) -> Result<(), String>;
+    fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>>;
+}
+
+pub trait Prepared: Send + Sync {
+    fn inputs(&self) -> &[TensorSpec];
+    fn outputs(&self) -> &[TensorSpec];
+    fn spawn(&self) -> Result<Box<dyn Session>>;
+}
+
+pub trait Session: Send {
+    /// Runs one batch; outputs come in the order of `Prepared::outputs`.
+    fn run(&mut self, input: HostTensor) -> Result<Vec<HostTensor>>;
+}
+
+/// Backends compiled into this binary, in priority order (GPU backends first once they exist).
+pub fn registry() -> Vec<Box<dyn Backend>> {
+    vec![Box::new(cpu::CpuBackend)]
+}
+
+/// Backends edgert knows of but that this binary was built without, with the feature to enable.
+pub const NOT_COMPILED: &[(&str, &str)] = &[("cuda", "cuda"), ("tensorrt", "tensorrt")];
+
+/// A backend picked by name, and whether a GPU request fell back to the CPU.
+pub struct Selected {
+    pub backend: Box<dyn Backend>,
+    pub requested: String,
+    /// Set when `gpu-or-cpu` found no usable GPU backend: said in the log and in the report.
+    pub fallback: Option<String>,
+}
+
+const GPU_BACKENDS: &[&str] = &["cuda", "tensorrt"];
+
+/// Resolves a backend name: a concrete backend, `gpu` (the best GPU backend, strictly) or
+/// `gpu-or-cpu` (the best GPU backend, else the CPU, saying so). Never a silent fallback.
+pub fn select(name: &str) -> Result<Selected> {
+    let requested = name.to_string();
+    let mut backends = registry();
+    let known = || {
+        let mut names: Vec<&str> = registry().iter().map(|b| b.name()).collect();
+        names.extend(NOT_COMPILED.iter().map(|(n, _)| *n));
+        names.extend(["gpu", "gpu-or-cpu"]);
+        names.join(", ")
+    };
+    if name == "gpu" || name == "gpu-or-cpu" {
+        let mut reasons = Vec::new();
+        let gpu_index = backends.iter().position(|b| {
+            GPU_BACKENDS.contains(&b.name())
+                && b.check().map_err(|r| reasons.push(format!("{}: {r}", b.name()))).is_ok()
+        });
+        if let Some(i) = gpu_index {
+            return Ok(Selected { backend: backends.swap_remove(i), requested, fallback: None });
+        }
+        let why = if reasons.is_empty() {
+            "no GPU backend is compiled into this binary (build with --features cuda or tensorrt)".to_string()
+        } else {
+            reasons.join("; ")
+        };
+        if name == "gpu" {
+            return Err(Error::BackendUnavailable { name: requested, reason: why });
+        }
+        let cpu = backends.into_iter().find(|b| b.name() == "cpu").expect("cpu is always built");
+        return Ok(Selected { backend: cpu, requested, fallback: Some(format!("fell back to cpu: {why}")) });
+    }
+    if let Some((_, feature)) = NOT_COMPILED.iter().find(|(n, _)| *n == name) {
+        return Err(Error::BackendUnavailable {
+            name: requested,
+            reason: format!("not compiled into this binary (build with --features {feature})"),
+        });
+    }
+    let Some(i) = backends.iter().position(|b| b.name() == name) else {
+        return Err(Error::UnknownBackend { name: requested, known: known() });
+    };
+    let backend = backends.swap_remove(i);
+    backend.check().map_err(|reason| Error::BackendUnavailable { name: requested.clone(), reason })?;
+    Ok(Selected { backend, requested, fallback: None })
+}

@@ -1,0 +1,219 @@
+//! `bench`: warm up, then run the whole pipeline for at least a duration and a count of
+//! iterations, per batch size, timing each stage.
+
+pub mod output;
+pub mod report;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use image::DynamicImage;
+
+use crate::backend::{self, PrepareOptions};
+use crate::capture::{self, npz::TensorSet, synthetic};
+use crate::metrics::{host::Host, memory, stats::LatencyStats};
+use crate::model::{inspect, Model};
+use crate::pipeline::{Pipeline, Sample};
+use crate::{Error, Result};
+use report::{BackendInfo, BatchRun, BenchReport, ModelInfo, Settings, Stages};
+
+/// A stage's CoV above this gets a warning: the run is too noisy to compare against another.
+pub const COV_WARNING: f64 = 0.01;
+
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    pub backend: String,
+    pub batches: Vec<usize>,
+    pub threads: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub min_iterations: usize,
+    /// `None` for synthetic input.
+    pub input: Option<PathBuf>,
+}
+
+/// Where a run stands, for a progress line.
+pub struct Progress {
+    pub batch: usize,
+    pub elapsed: Duration,
+    pub iterations: usize,
+}
+
+/// Inputs decoded once, outside the timed loop.
+enum Inputs {
+    Images(Vec<DynamicImage>),
+    Tensors(TensorSet),
+}
+
+impl Inputs {
+    fn load(model: &Model, path: Option<&PathBuf>) -> Result<Inputs> {
+        let item_shape: Vec<usize> = model.manifest.input.shape[1..].to_vec();
+        match path {
+            None if model.manifest.image_geometry().is_some()
+                && model.manifest.model.task != crate::model::Task::Raw =>
+            {
+                Ok(Inputs::Images(vec![synthetic::frame()]))
+            }
+            None => {
+                let len = item_shape.iter().product();
+                Ok(Inputs::Tensors(TensorSet { item_shape, samples: synthetic::tensor(len), labels: None }))
+            }
+            Some(p) if capture::is_npz(p) => Ok(Inputs::Tensors(capture::npz::load(p, &item_shape)?)),
+            Some(p) => {
+                let files = capture::list_images(p)?;
+                Ok(Inputs::Images(files.iter().map(|f| capture::load_image(f)).collect::<Result<_>>()?))
+            }
+        }
+    }
+
+    fn samples(&self) -> Vec<Sample<'_>> {
+        match self {
+            Inputs::Images(images) => images.iter().map(Sample::Image).collect(),
+            Inputs::Tensors(set) => (0..set.len()).map(|i| Sample::Tensor(set.item(i))).collect(),
+        }
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+pub fn run(
+    model: &Model,
+    model_read: Duration,
+    config: &BenchConfig,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<BenchReport> {
+    if config.batches.is_empty() || config.batches.contains(&0) {
+        return Err(Error::Usage("--batch needs sizes of at least 1".into()));
+    }
+    let inputs = Inputs::load(model, config.input.as_ref())?;
+    let samples = inputs.samples();
+    if samples.is_empty() {
+        return Err(Error::Usage("the input holds no samples".into()));
+    }
+    let mut runs = Vec::new();
+    let mut warnings = Vec::new();
+    let mut backend_info = None;
+    for &batch in &config.batches {
+        let selected = backend::select(&config.backend)?;
+        let options = PrepareOptions { batch, threads: config.threads };
+        let started = Instant::now();
+        let mut pipeline = Pipeline::open(model.clone(), selected, options)?;
+        let load_ms = ms(started.elapsed());
+        backend_info.get_or_insert_with(|| BackendInfo {
+            requested: pipeline.requested_backend.clone(),
+            name: pipeline.backend.clone(),
+            fallback: pipeline.fallback.clone(),
+        });
+        let run = measure(&mut pipeline, &samples, config, load_ms, progress)?;
+        for (stage, stats) in run.stages.named() {
+            if stats.cov > COV_WARNING && matches!(stage, "inference" | "end_to_end") {
+                warnings.push(format!(
+                    "batch {batch}: {stage} CoV is {:.1} % (> 1 %): the machine is noisy or not locked; compare with care",
+                    stats.cov * 100.0
+                ));
+            }
+        }
+        runs.push(run);
+    }
+    let backend = backend_info.expect("at least one batch ran");
+    if let Some(reason) = &backend.fallback {
+        warnings.push(format!("backend {}: {reason}", backend.requested));
+    }
+    Ok(BenchReport {
+        schema: report::SCHEMA,
+        edgert_version: crate::VERSION,
+        created_unix_s: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        host: Host::describe(),
+        model: ModelInfo {
+            path: model.source_path().display().to_string(),
+            sha256: model.sha256.clone(),
+            task: format!("{:?}", model.manifest.model.task).to_lowercase(),
+            precision: inspect::precision(&model.proto).to_string(),
+            input_name: model.manifest.input.name.clone(),
+            input_shape: model.input_shape(1),
+        },
+        backend,
+        threads: config.threads,
+        input: config.input.as_ref().map_or("synthetic".into(), |p| p.display().to_string()),
+        settings: Settings {
+            warmup_ms: config.warmup.as_millis() as u64,
+            duration_s: config.duration.as_secs_f64(),
+            min_iterations: config.min_iterations,
+        },
+        model_read_ms: ms(model_read),
+        runs,
+        warnings,
+    })
+}
+
+/// Times of one iteration's stages.
+struct Iteration {
+    preprocess: Duration,
+    inference: Duration,
+    postprocess: Duration,
+}
+
+fn iterate(pipeline: &mut Pipeline, batch: &[Sample]) -> Result<Iteration> {
+    let t0 = Instant::now();
+    let (input, geometries) = pipeline.preprocess(batch)?;
+    let t1 = Instant::now();
+    let outputs = pipeline.infer(input)?;
+    let t2 = Instant::now();
+    std::hint::black_box(pipeline.postprocess(&outputs, &geometries));
+    let t3 = Instant::now();
+    Ok(Iteration { preprocess: t1 - t0, inference: t2 - t1, postprocess: t3 - t2 })
+}
+
+fn measure(
+    pipeline: &mut Pipeline,
+    samples: &[Sample],
+    config: &BenchConfig,
+    load_ms: f64,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<BatchRun> {
+    let batch = pipeline.options.batch;
+    let first = Instant::now();
+    iterate(pipeline, samples)?;
+    let first_inference_ms = ms(first.elapsed());
+    let warmup = Instant::now();
+    while warmup.elapsed() < config.warmup {
+        iterate(pipeline, samples)?;
+    }
+    let (mut pre, mut inf, mut post, mut total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let started = Instant::now();
+    let mut last_report = started;
+    while started.elapsed() < config.duration || total.len() < config.min_iterations {
+        let it = iterate(pipeline, samples)?;
+        pre.push(ms(it.preprocess));
+        inf.push(ms(it.inference));
+        post.push(ms(it.postprocess));
+        total.push(ms(it.preprocess + it.inference + it.postprocess));
+        if last_report.elapsed() > Duration::from_millis(250) {
+            last_report = Instant::now();
+            progress(&Progress { batch, elapsed: started.elapsed(), iterations: total.len() });
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let stats = |v: &[f64]| LatencyStats::from_ms(v).expect("at least one iteration");
+    let iterations = total.len();
+    Ok(BatchRun {
+        batch,
+        load_ms,
+        first_inference_ms,
+        iterations,
+        elapsed_s: elapsed,
+        inferences_per_s: iterations as f64 / elapsed,
+        frames_per_s: (iterations * batch) as f64 / elapsed,
+        peak_rss_bytes: memory::peak_rss_bytes(),
+        stages: Stages {
+            preprocess: stats(&pre),
+            inference: stats(&inf),
+            postprocess: stats(&post),
+            end_to_end: stats(&total),
+        },
+    })
+}

@@ -1,0 +1,17 @@
+//! Synthetic inputs for benchmarks that need no files: deterministic, so runs compare.
+
+use image::{DynamicImage, Rgb, RgbImage};
+
+/// A 640×480 colour test pattern (gradients and a grid), like a camera frame of moderate size.
+pub fn frame() -> DynamicImage {
+    let (w, h) = (640u32, 480u32);
+    DynamicImage::ImageRgb8(RgbImage::from_fn(w, h, |x, y| {
+        let grid = if (x / 40 + y / 40) % 2 == 0 { 40 } else { 0 };
+        Rgb([(x * 255 / w) as u8, (y * 255 / h) as u8, ((x + y) % 256) as u8 / 2 + grid])
+    }))
+}
+
+/// Deterministic values in 0..1 for models whose input is not an image.
+pub fn tensor(len: usize) -> Vec<f32> {
+    (0..len).map(|i| ((i * 7919) % 1000) as f32 / 1000.0).collect()
+}

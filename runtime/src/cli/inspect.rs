@@ -1,0 +1,68 @@
+//! `edgert inspect`: what a model is made of.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::{emit, ModelArgs};
+use crate::model::inspect::{self, InspectReport};
+
+#[derive(Args)]
+pub struct InspectArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Print the report as JSON (schema edgert.inspect/1).
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn main(args: InspectArgs) -> anyhow::Result<ExitCode> {
+    let model = args.model.load()?;
+    let report = inspect::inspect(&model)?;
+    if args.json {
+        emit(&serde_json::to_string_pretty(&report)?)?;
+    } else {
+        emit(text(&report).trim_end())?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn text(r: &InspectReport) -> String {
+    let mut out = format!(
+        "model      {} (opset {}, {:.2} MB, sha256 {})\n",
+        r.path,
+        r.opset,
+        r.file_bytes as f64 / 1e6,
+        r.sha256
+    );
+    for (kind, specs) in [("input", &r.inputs), ("output", &r.outputs)] {
+        for s in specs {
+            out += &format!("{kind:<10} {} {} {}\n", s.name, s.dtype, s.shape_text());
+        }
+    }
+    out += &format!("precision  {}\n", r.precision);
+    out += &format!("parameters {} ({})\n", r.parameters, weight_bytes(r));
+    out += &format!(
+        "MACs       {}\n",
+        r.macs.map_or("unknown".into(), |m| format!("{:.1} M at batch 1", m as f64 / 1e6))
+    );
+    let s = &r.sparsity;
+    out += &format!(
+        "sparsity   {:.2} % of {} layer weights are zero; {:.2} % of {} 4-groups meet 2:4\n",
+        s.zero_share * 100.0,
+        s.weights,
+        s.share_2_4 * 100.0,
+        s.groups_2_4
+    );
+    let ops: Vec<String> = r.operators.iter().map(|(op, n)| format!("{op} {n}")).collect();
+    out += &format!("operators  {}\n", ops.join(", "));
+    out
+}
+
+fn weight_bytes(r: &InspectReport) -> String {
+    r.weight_bytes
+        .iter()
+        .map(|(t, b)| format!("{t} {:.2} MB", *b as f64 / 1e6))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,98 @@
+//! The `edgert` command line: arguments are parsed and checked into a configuration before
+//! anything runs; errors print one line on stderr and exit 2 (bad input) or 1 (runtime failure).
+
+mod bench;
+mod info;
+mod inspect;
+mod run;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::model::{BareModelOptions, Model, Task};
+
+#[derive(Parser)]
+#[command(
+    name = "edgert",
+    version,
+    about = "Edge-inference runtime for NVIDIA Jetson: run, benchmark and inspect ONNX models",
+    long_about = "Edge-inference runtime for NVIDIA Jetson: run, benchmark and inspect ONNX models.\n\n\
+        A model is given as a TOML manifest (file, sha256, task, input, preprocessing) or as a bare \
+        .onnx file with defaults. Logs go to stderr, results to stdout."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a model on an image, a folder of images or an .npz tensor set; print predictions.
+    Run(run::RunArgs),
+    /// Measure latency per stage, throughput and memory, for one or more batch sizes.
+    Bench(bench::BenchArgs),
+    /// Show a model's inputs, outputs, operators, parameters, MACs, precision and sparsity.
+    Inspect(inspect::InspectArgs),
+    /// Show the host, the edgert version and which backends are compiled in and usable here.
+    Info(info::InfoArgs),
+}
+
+/// How a command names its model.
+#[derive(Args, Clone)]
+struct ModelArgs {
+    /// Model manifest (.toml) or bare ONNX file (.onnx).
+    #[arg(long, short, value_name = "M")]
+    model: PathBuf,
+    /// For a bare .onnx: what its output means (default: classification for [N, C] outputs, else raw).
+    #[arg(long, value_enum)]
+    task: Option<Task>,
+    /// For a bare .onnx: class names, one per line.
+    #[arg(long, value_name = "FILE")]
+    labels: Option<PathBuf>,
+}
+
+impl ModelArgs {
+    fn load(&self) -> crate::Result<Model> {
+        Model::load(&self.model, &BareModelOptions { task: self.task, labels: self.labels.clone() })
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(e.exit_code() as u8);
+        }
+    };
+    let result = match cli.command {
+        Command::Run(args) => run::main(args),
+        Command::Bench(args) => bench::main(args),
+        Command::Inspect(args) => inspect::main(args),
+        Command::Info(args) => info::main(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("edgert: error: {}", crate::error::one_line(&err));
+            ExitCode::from(exit_code(&err))
+        }
+    }
+}
+
+/// 2 for bad input, 1 for anything else, read from the library error in the chain.
+fn exit_code(err: &anyhow::Error) -> u8 {
+    err.chain().find_map(|e| e.downcast_ref::<crate::Error>()).map_or(1, crate::Error::exit_code)
+}
+
+/// Writes a line to stdout; a closed pipe ends the command quietly rather than panicking.
+fn emit(line: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{line}") {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        other => Ok(other?),
+    }
+}

@@ -1,0 +1,137 @@
+//! `edgert run`: predictions for images, folders of images and labelled tensor sets.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::json;
+
+use super::{emit, ModelArgs};
+use crate::backend::{self, PrepareOptions};
+use crate::capture;
+use crate::pipeline::{Pipeline, Sample};
+use crate::postprocess::Prediction;
+
+#[derive(Args)]
+pub struct RunArgs {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// An image, a folder of images, or an .npz with `x` samples (and `y` labels).
+    #[arg(long, short, value_name = "PATH")]
+    input: PathBuf,
+    /// cpu, gpu (strict) or gpu-or-cpu (falls back to the CPU and says so).
+    #[arg(long, default_value = "cpu")]
+    backend: String,
+    /// Intra-op threads.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: u16,
+    /// Classes to show for classifiers (default: the manifest's top_k).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    top_k: Option<u16>,
+    /// One JSON object per input on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
+    let mut model = args.model.load()?;
+    if let Some(k) = args.top_k {
+        model.manifest.classification.top_k = k as usize;
+    }
+    let selected = backend::select(&args.backend)?;
+    if let Some(reason) = &selected.fallback {
+        eprintln!("edgert: warning: backend {}: {reason}", selected.requested);
+    }
+    let options = PrepareOptions { batch: 1, threads: args.threads as usize };
+    let mut pipeline = Pipeline::open(model, selected, options)?;
+    if capture::is_npz(&args.input) {
+        run_tensors(&mut pipeline, &args.input, args.json)
+    } else {
+        run_images(&mut pipeline, &args.input, args.json)
+    }
+}
+
+/// Each image in turn; a bad image is reported and skipped, and the exit code says so at the end.
+fn run_images(pipeline: &mut Pipeline, input: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let files = capture::list_images(input)?;
+    let single = files.len() == 1 && files[0] == input;
+    let mut failed = 0;
+    for file in &files {
+        let prediction = capture::load_image(file).and_then(|image| pipeline.predict(Sample::Image(&image)));
+        match prediction {
+            Ok(prediction) => emit(&format_prediction(&file.display().to_string(), &prediction, None, json))?,
+            Err(e) if single => return Err(e.into()),
+            Err(e) => {
+                eprintln!("edgert: error: {}", crate::error::one_line(&e));
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        eprintln!("edgert: {failed} of {} inputs failed", files.len());
+        return Ok(ExitCode::from(2));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Every sample of a tensor set; with labels, the accuracy on stderr.
+fn run_tensors(pipeline: &mut Pipeline, input: &Path, json: bool) -> anyhow::Result<ExitCode> {
+    let item_shape = pipeline.model.manifest.input.shape[1..].to_vec();
+    let set = capture::npz::load(input, &item_shape)?;
+    let mut correct = 0;
+    for i in 0..set.len() {
+        let prediction = pipeline.predict(Sample::Tensor(set.item(i)))?;
+        let label = set.labels.as_ref().map(|l| l[i]);
+        if let (Some(label), Some(top1)) = (label, prediction.top1()) {
+            correct += usize::from(label == top1 as i64);
+        }
+        emit(&format_prediction(&format!("{}#{i}", input.display()), &prediction, label, json))?;
+    }
+    if set.labels.is_some() {
+        let n = set.len();
+        eprintln!(
+            "accuracy {:.2} % ({correct}/{n}) on {}",
+            100.0 * correct as f64 / n.max(1) as f64,
+            input.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn format_prediction(name: &str, prediction: &Prediction, label: Option<i64>, json: bool) -> String {
+    if json {
+        let mut value = json!({ "input": name, "prediction": prediction });
+        if let Some(label) = label {
+            value["label"] = json!(label);
+        }
+        return value.to_string();
+    }
+    let body = match prediction {
+        Prediction::Classes(classes) => classes
+            .iter()
+            .map(|c| format!("{} {} {:.3}", c.class_id, c.label, c.score))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Prediction::Boxes(boxes) => {
+            let list: Vec<String> = boxes
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} {:.2} [{:.0}, {:.0}, {:.0}, {:.0}]",
+                        d.label, d.score, d.bbox[0], d.bbox[1], d.bbox[2], d.bbox[3]
+                    )
+                })
+                .collect();
+            format!("{} objects: {}", boxes.len(), list.join("; "))
+        }
+        Prediction::Raw(outputs) => outputs
+            .iter()
+            .map(|o| format!("{} {:?} {:?}", o.name, o.shape, o.first_values))
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    match label {
+        Some(label) => format!("{name}: {body} (label {label})"),
+        None => format!("{name}: {body}"),
+    }
+}

@@ -1,0 +1,68 @@
+//! Typed errors of the library. Each message names the file or thing at fault and what is wrong;
+//! `exit_code` separates bad input (2) from failures while running (1).
+
+use std::path::{Path, PathBuf};
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file that cannot be read (missing, unreadable).
+    #[error("{}: {reason}", path.display())]
+    Read { path: PathBuf, reason: String },
+    /// A model file that is not a loadable ONNX model.
+    #[error("{}: not a valid ONNX model: {reason}", path.display())]
+    InvalidModel { path: PathBuf, reason: String },
+    /// A model whose graph uses an operator the backend cannot run.
+    #[error("{}: unsupported operator '{op}' (node '{node}') for the {backend} backend", path.display())]
+    UnsupportedOperator { path: PathBuf, op: String, node: String, backend: String },
+    /// A manifest that is malformed or disagrees with its model.
+    #[error("{}: {reason}", path.display())]
+    Manifest { path: PathBuf, reason: String },
+    /// An input file that cannot be used (not an image, wrong tensor shape, ...).
+    #[error("{}: {reason}", path.display())]
+    Input { path: PathBuf, reason: String },
+    /// A command-line value that makes no sense.
+    #[error("{0}")]
+    Usage(String),
+    /// A backend name nobody knows.
+    #[error("unknown backend '{name}' (known: {known})")]
+    UnknownBackend { name: String, known: String },
+    /// A backend that is compiled in but cannot run on this machine.
+    #[error("backend '{name}' is not usable here: {reason}")]
+    BackendUnavailable { name: String, reason: String },
+    /// A failure while running a model that loaded fine.
+    #[error("{}: inference failed: {reason}", path.display())]
+    Inference { path: PathBuf, reason: String },
+    /// A failure to write results.
+    #[error("{}: cannot write: {reason}", path.display())]
+    Write { path: PathBuf, reason: String },
+}
+
+impl Error {
+    /// 2 for bad input (files, flags, models), 1 for a failure while running.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::BackendUnavailable { .. } | Error::Inference { .. } | Error::Write { .. } => 1,
+            _ => 2,
+        }
+    }
+
+    pub fn read(path: &Path, err: impl std::fmt::Display) -> Self {
+        Error::Read { path: path.to_owned(), reason: err.to_string() }
+    }
+
+    pub fn input(path: &Path, reason: impl Into<String>) -> Self {
+        Error::Input { path: path.to_owned(), reason: reason.into() }
+    }
+
+    pub fn manifest(path: &Path, reason: impl Into<String>) -> Self {
+        Error::Manifest { path: path.to_owned(), reason: reason.into() }
+    }
+}
+
+/// Flattens a tract (anyhow) error chain into one line.
+pub fn one_line(err: &impl std::fmt::Display) -> String {
+    let text = format!("{err:#}");
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

@@ -1,0 +1,21 @@
+//! edgert: an edge-inference runtime for NVIDIA Jetson boards.
+//!
+//! Loads an ONNX model (FP32, INT8 QDQ, pruned) described by a manifest, runs it on a backend
+//! (`Backend` → `Prepared` → `Session`), and measures what an edge engineer needs before shipping.
+
+pub mod backend;
+pub mod bench;
+pub mod capture;
+pub mod cli;
+pub mod error;
+pub mod metrics;
+pub mod model;
+pub mod pipeline;
+pub mod postprocess;
+pub mod preprocess;
+pub mod tensor;
+
+pub use error::{Error, Result};
+
+/// The edgert version, as reported in every report.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

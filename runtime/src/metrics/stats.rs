@@ -1,0 +1,81 @@
+//! Latency distributions: min, mean, percentiles (nearest rank), max and coefficient of variation.
+
+use serde::Serialize;
+
+/// Summary of one stage's latencies, in milliseconds.
+#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+pub struct LatencyStats {
+    pub count: usize,
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p95_ms: f64,
+    pub p99_ms: f64,
+    pub max_ms: f64,
+    /// Standard deviation over mean (population); 0.01 is 1 %.
+    pub cov: f64,
+}
+
+impl LatencyStats {
+    /// Statistics of samples in milliseconds; `None` for no samples.
+    pub fn from_ms(samples: &[f64]) -> Option<LatencyStats> {
+        if samples.is_empty() {
+            return None;
+        }
+        let mut sorted = samples.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        let n = sorted.len() as f64;
+        let mean = sorted.iter().sum::<f64>() / n;
+        let variance = sorted.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        Some(LatencyStats {
+            count: sorted.len(),
+            min_ms: sorted[0],
+            mean_ms: mean,
+            p50_ms: percentile(&sorted, 50.0),
+            p90_ms: percentile(&sorted, 90.0),
+            p95_ms: percentile(&sorted, 95.0),
+            p99_ms: percentile(&sorted, 99.0),
+            max_ms: sorted[sorted.len() - 1],
+            cov: if mean > 0.0 { variance.sqrt() / mean } else { 0.0 },
+        })
+    }
+}
+
+/// Nearest-rank percentile of sorted samples: the smallest value with at least p % of samples
+/// at or below it. Always one of the measured values.
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_hand_computed_values() {
+        // 1..=10 ms: mean 5.5, population variance 8.25, sd 2.8723, CoV 0.52223.
+        let samples: Vec<f64> = (1..=10).rev().map(f64::from).collect();
+        let s = LatencyStats::from_ms(&samples).unwrap();
+        assert_eq!((s.count, s.min_ms, s.max_ms, s.mean_ms), (10, 1.0, 10.0, 5.5));
+        assert_eq!((s.p50_ms, s.p90_ms, s.p95_ms, s.p99_ms), (5.0, 9.0, 10.0, 10.0));
+        assert!((s.cov - 8.25f64.sqrt() / 5.5).abs() < 1e-12);
+    }
+
+    #[test]
+    fn percentiles_of_a_hundred_samples() {
+        let samples: Vec<f64> = (1..=100).map(f64::from).collect();
+        let s = LatencyStats::from_ms(&samples).unwrap();
+        assert_eq!((s.p50_ms, s.p90_ms, s.p95_ms, s.p99_ms), (50.0, 90.0, 95.0, 99.0));
+    }
+
+    #[test]
+    fn constant_samples_have_no_spread_and_one_sample_is_every_percentile() {
+        let s = LatencyStats::from_ms(&[2.0, 2.0, 2.0]).unwrap();
+        assert_eq!(s.cov, 0.0);
+        let one = LatencyStats::from_ms(&[7.0]).unwrap();
+        assert_eq!((one.p50_ms, one.p99_ms, one.min_ms, one.max_ms), (7.0, 7.0, 7.0, 7.0));
+        assert!(LatencyStats::from_ms(&[]).is_none());
+    }
+}

@@ -1,0 +1,224 @@
+//! Models: a manifest or a bare `.onnx`, resolved into one checked description.
+
+pub mod digest;
+pub mod inspect;
+pub mod manifest;
+pub mod onnx;
+
+use std::path::{Path, PathBuf};
+
+use tract_onnx::pb;
+
+pub use manifest::{Manifest, Task};
+
+use crate::tensor::TensorSpec;
+use crate::{Error, Result};
+
+/// Choices for a bare `.onnx`, which has no manifest to say them.
+#[derive(Debug, Clone, Default)]
+pub struct BareModelOptions {
+    pub task: Option<Task>,
+    pub labels: Option<PathBuf>,
+}
+
+/// A model file, its checked manifest and what the file declares.
+#[derive(Debug, Clone)]
+pub struct Model {
+    /// The manifest, when the model was given as one.
+    pub manifest_path: Option<PathBuf>,
+    pub onnx_path: PathBuf,
+    pub sha256: String,
+    pub manifest: Manifest,
+    pub labels: Option<Vec<String>>,
+    pub proto: std::sync::Arc<pb::ModelProto>,
+    pub inputs: Vec<TensorSpec>,
+    pub outputs: Vec<TensorSpec>,
+}
+
+impl Model {
+    /// Loads a manifest (`.toml`) or a bare `.onnx`, checking that manifest and model agree.
+    pub fn load(path: &Path, bare: &BareModelOptions) -> Result<Model> {
+        if !path.exists() {
+            return Err(Error::read(path, "no such file"));
+        }
+        let is_manifest = path.extension().is_some_and(|e| e == "toml");
+        let (manifest, manifest_path, onnx_path) = if is_manifest {
+            let manifest = Manifest::read(path)?;
+            let dir = path.parent().unwrap_or(Path::new("."));
+            let onnx_path = dir.join(&manifest.model.file);
+            (Some(manifest), Some(path.to_owned()), onnx_path)
+        } else {
+            (None, None, path.to_owned())
+        };
+        let sha256 = digest::sha256_file(&onnx_path)?;
+        let proto = onnx::read_proto(&onnx_path)?;
+        let inputs = onnx::inputs(&proto);
+        let outputs = onnx::outputs(&proto);
+        let manifest = match manifest {
+            Some(m) => {
+                let mpath = manifest_path.as_deref().unwrap_or(path);
+                check_against_model(mpath, &m, &sha256, &inputs, &outputs)?;
+                m
+            }
+            None => bare_manifest(&onnx_path, &sha256, &inputs, &outputs, bare)?,
+        };
+        let labels_path = match &manifest_path {
+            Some(p) => manifest.model.labels.as_ref().map(|l| p.parent().unwrap_or(Path::new(".")).join(l)),
+            None => manifest.model.labels.clone(),
+        };
+        let labels = labels_path.map(|p| read_labels(&p)).transpose()?;
+        Ok(Model {
+            manifest_path,
+            onnx_path,
+            sha256,
+            manifest,
+            labels,
+            proto: std::sync::Arc::new(proto),
+            inputs,
+            outputs,
+        })
+    }
+
+    /// The file the user named: the manifest if there is one, else the ONNX file.
+    pub fn source_path(&self) -> &Path {
+        self.manifest_path.as_deref().unwrap_or(&self.onnx_path)
+    }
+
+    /// Input shape with the batch set.
+    pub fn input_shape(&self, batch: usize) -> Vec<usize> {
+        let mut shape = self.manifest.input.shape.clone();
+        shape[0] = batch;
+        shape
+    }
+
+    /// A display name for class `index`.
+    pub fn label(&self, index: usize) -> String {
+        match self.labels.as_ref().and_then(|l| l.get(index)) {
+            Some(name) => name.clone(),
+            None => format!("class {index}"),
+        }
+    }
+}
+
+fn check_against_model(
+    path: &Path,
+    m: &Manifest,
+    sha256: &str,
+    inputs: &[TensorSpec],
+    outputs: &[TensorSpec],
+) -> Result<()> {
+    if !m.model.sha256.eq_ignore_ascii_case(sha256) {
+        return Err(Error::manifest(
+            path,
+            format!(
+                "sha256 of {} is {sha256}, the manifest says {} (model changed? update the manifest)",
+                m.model.file.display(),
+                m.model.sha256
+            ),
+        ));
+    }
+    let Some(declared) = inputs.iter().find(|i| i.name == m.input.name) else {
+        let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
+        return Err(Error::manifest(
+            path,
+            format!("input '{}' is not in the model (its inputs: {})", m.input.name, names.join(", ")),
+        ));
+    };
+    let wanted = &m.input.shape;
+    let fits = declared.shape.is_empty()
+        || (declared.shape.len() == wanted.len()
+            && declared.shape.iter().zip(wanted).skip(1).all(|(d, w)| d.is_none_or(|d| d == *w)));
+    if !fits {
+        return Err(Error::manifest(
+            path,
+            format!(
+                "input '{}' has shape {:?} in the manifest but {} in the model",
+                m.input.name,
+                wanted,
+                declared.shape_text()
+            ),
+        ));
+    }
+    if let Some(yolo) = &m.yolo {
+        for head in &yolo.heads {
+            if !outputs.iter().any(|o| o.name == head.output) {
+                return Err(Error::manifest(
+                    path,
+                    format!("yolo head output '{}' is not in the model", head.output),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sensible defaults for a model given without a manifest: the declared input with batch 1,
+/// pixels scaled to 0..1 and stretched, and a task guessed from the output shape.
+fn bare_manifest(
+    path: &Path,
+    sha256: &str,
+    inputs: &[TensorSpec],
+    outputs: &[TensorSpec],
+    bare: &BareModelOptions,
+) -> Result<Manifest> {
+    let [input] = inputs else {
+        return Err(Error::input(
+            path,
+            format!("has {} inputs; edgert runs single-input models", inputs.len()),
+        ));
+    };
+    if input.shape.is_empty() || input.shape.iter().skip(1).any(|d| d.is_none()) {
+        return Err(Error::input(
+            path,
+            format!(
+                "input '{}' has shape {}; give a manifest with a fixed shape",
+                input.name,
+                input.shape_text()
+            ),
+        ));
+    }
+    let shape: Vec<usize> = input.shape.iter().map(|d| d.unwrap_or(1)).collect();
+    let nhwc = shape.len() == 4 && matches!(shape[3], 1 | 3) && !matches!(shape[1], 1 | 3);
+    let channels = match (shape.len(), nhwc) {
+        (4, true) => shape[3],
+        (4, false) => shape[1],
+        _ => 3,
+    };
+    let task = bare.task.unwrap_or(match outputs {
+        [o] if o.shape.len() == 2 => Task::Classification,
+        _ => Task::Raw,
+    });
+    if task == Task::Yolo {
+        return Err(Error::input(path, "task 'yolo' needs a manifest with the anchors of each head"));
+    }
+    let toml = format!(
+        r#"[model]
+file = {file:?}
+sha256 = "{sha256}"
+task = "{task}"
+[input]
+name = {name:?}
+shape = {shape:?}
+layout = "{layout}"
+[preprocess]
+channels = "{channels}"
+"#,
+        file = path.display().to_string(),
+        task = match task {
+            Task::Classification => "classification",
+            _ => "raw",
+        },
+        name = input.name,
+        layout = if nhwc { "nhwc" } else { "nchw" },
+        channels = if channels == 1 { "gray" } else { "rgb" },
+    );
+    let mut manifest: Manifest =
+        toml::from_str(&toml).map_err(|e| Error::input(path, format!("cannot describe model: {e}")))?;
+    manifest.model.labels = bare.labels.clone();
+    Ok(manifest)
+}
+
+fn read_labels(path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
+    Ok(text.lines().map(|l| l.trim().to_string()).collect())
+}

@@ -1,0 +1,123 @@
+//! Reading ONNX files: the protobuf, declared inputs and outputs, and an operator check that turns
+//! "tract cannot build node X" into a clear error before any backend work starts.
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use tract_onnx::pb::{self, tensor_proto::DataType, tensor_shape_proto::dimension::Value as Dim};
+use tract_onnx::prelude::Framework;
+
+use crate::error::one_line;
+use crate::tensor::TensorSpec;
+use crate::{Error, Result};
+
+/// The ONNX front end with the settings edgert always wants: exported files often keep
+/// `value_info` with a symbolic batch that breaks analysis once the batch is pinned.
+pub fn framework() -> tract_onnx::Onnx {
+    tract_onnx::onnx().with_ignore_value_info(true)
+}
+
+/// Reads and decodes the protobuf; rejects files that decode to no usable graph.
+pub fn read_proto(path: &Path) -> Result<pb::ModelProto> {
+    let meta = std::fs::metadata(path).map_err(|e| Error::read(path, e))?;
+    if meta.is_dir() {
+        return Err(Error::read(path, "is a folder, not a model file"));
+    }
+    let proto = framework().proto_model_for_path(path).map_err(|e| Error::InvalidModel {
+        path: path.to_owned(),
+        reason: format!("{} (truncated or corrupt file?)", one_line(&e)),
+    })?;
+    let graph = proto.graph.as_ref();
+    if graph.is_none_or(|g| g.node.is_empty() || g.output.is_empty()) {
+        return Err(Error::InvalidModel {
+            path: path.to_owned(),
+            reason: "no graph with nodes and outputs".into(),
+        });
+    }
+    Ok(proto)
+}
+
+pub fn graph(proto: &pb::ModelProto) -> &pb::GraphProto {
+    proto.graph.as_ref().expect("read_proto checked the graph")
+}
+
+/// Graph inputs that are real inputs, not initializers listed as inputs (older exporters).
+pub fn inputs(proto: &pb::ModelProto) -> Vec<TensorSpec> {
+    let g = graph(proto);
+    let weights: HashSet<&str> = g.initializer.iter().map(|t| t.name.as_str()).collect();
+    g.input.iter().filter(|v| !weights.contains(v.name.as_str())).map(spec).collect()
+}
+
+pub fn outputs(proto: &pb::ModelProto) -> Vec<TensorSpec> {
+    graph(proto).output.iter().map(spec).collect()
+}
+
+fn spec(value: &pb::ValueInfoProto) -> TensorSpec {
+    let tensor = value.r#type.as_ref().and_then(|t| match &t.value {
+        Some(pb::type_proto::Value::TensorType(t)) => Some(t),
+        None => None,
+    });
+    let shape = tensor
+        .and_then(|t| t.shape.as_ref())
+        .map(|s| {
+            s.dim
+                .iter()
+                .map(|d| match d.value {
+                    Some(Dim::DimValue(v)) if v > 0 => Some(v as usize),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let dtype = tensor.map_or("unknown".into(), |t| dtype_name(t.elem_type).to_string());
+    TensorSpec { name: value.name.clone(), shape, dtype }
+}
+
+/// Short names for ONNX element types, as edgert prints them.
+pub fn dtype_name(code: i32) -> &'static str {
+    match DataType::try_from(code) {
+        Ok(DataType::Float) => "f32",
+        Ok(DataType::Float16) => "f16",
+        Ok(DataType::Bfloat16) => "bf16",
+        Ok(DataType::Double) => "f64",
+        Ok(DataType::Int8) => "i8",
+        Ok(DataType::Uint8) => "u8",
+        Ok(DataType::Int16) => "i16",
+        Ok(DataType::Uint16) => "u16",
+        Ok(DataType::Int32) => "i32",
+        Ok(DataType::Int64) => "i64",
+        Ok(DataType::Bool) => "bool",
+        Ok(DataType::String) => "string",
+        _ => "other",
+    }
+}
+
+/// Every node of the main graph and of nested graphs (If, Loop, Scan bodies).
+pub fn all_nodes(graph: &pb::GraphProto) -> Vec<&pb::NodeProto> {
+    let mut nodes = Vec::new();
+    for node in &graph.node {
+        nodes.push(node);
+        for attr in &node.attribute {
+            for sub in attr.g.iter().chain(attr.graphs.iter()) {
+                nodes.extend(all_nodes(sub));
+            }
+        }
+    }
+    nodes
+}
+
+/// Fails on the first operator that tract's ONNX front end has no builder for.
+pub fn check_operators(path: &Path, proto: &pb::ModelProto, backend: &str) -> Result<()> {
+    let onnx = framework();
+    for node in all_nodes(graph(proto)) {
+        if !onnx.op_register.0.contains_key(&node.op_type) {
+            return Err(Error::UnsupportedOperator {
+                path: path.to_owned(),
+                op: node.op_type.clone(),
+                node: node.name.clone(),
+                backend: backend.to_string(),
+            });
+        }
+    }
+    Ok(())
+}

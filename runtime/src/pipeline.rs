@@ -1,0 +1,106 @@
+//! One model on one backend, end to end: preprocess → inference → postprocess. `run` and `bench`
+//! both drive it, so what is benchmarked is what runs.
+
+use image::DynamicImage;
+
+use crate::backend::{PrepareOptions, Prepared, Selected, Session};
+use crate::model::Model;
+use crate::postprocess::{Postprocessor, Prediction};
+use crate::preprocess::{Geometry, Preprocessor};
+use crate::tensor::HostTensor;
+use crate::{Error, Result};
+
+/// One sample of input: a decoded image, or a tensor item for non-image models.
+pub enum Sample<'a> {
+    Image(&'a DynamicImage),
+    Tensor(&'a [f32]),
+}
+
+pub struct Pipeline {
+    pub model: Model,
+    pub backend: String,
+    pub requested_backend: String,
+    /// Set when `gpu-or-cpu` ran on the CPU, with the reason.
+    pub fallback: Option<String>,
+    pub options: PrepareOptions,
+    prepared: Box<dyn Prepared>,
+    session: Box<dyn Session>,
+    preprocessor: std::result::Result<Preprocessor, String>,
+    postprocessor: Postprocessor,
+}
+
+impl Pipeline {
+    pub fn open(model: Model, selected: Selected, options: PrepareOptions) -> Result<Pipeline> {
+        let prepared = selected.backend.prepare(&model, &options)?;
+        let session = prepared.spawn()?;
+        // Kept as the reason, so a non-image model fails only when given an image.
+        let preprocessor = Preprocessor::for_model(&model).map_err(|e| e.to_string());
+        let postprocessor = Postprocessor::new(&model, prepared.outputs())?;
+        Ok(Pipeline {
+            backend: selected.backend.name().to_string(),
+            requested_backend: selected.requested,
+            fallback: selected.fallback,
+            model,
+            options,
+            prepared,
+            session,
+            preprocessor,
+            postprocessor,
+        })
+    }
+
+    pub fn prepared(&self) -> &dyn Prepared {
+        self.prepared.as_ref()
+    }
+
+    /// Fills a batch from samples (cycled if fewer than the batch); the geometry of each image.
+    pub fn preprocess(&self, samples: &[Sample]) -> Result<(HostTensor, Vec<Option<Geometry>>)> {
+        let batch = self.options.batch;
+        let mut tensor = HostTensor::zeros(&self.model.input_shape(batch));
+        let item_len = tensor.item_len();
+        let mut geometries = Vec::with_capacity(batch);
+        for (i, item) in tensor.data.chunks_mut(item_len).enumerate() {
+            let sample = &samples[i % samples.len()];
+            geometries.push(match sample {
+                Sample::Tensor(values) => {
+                    if values.len() != item_len {
+                        return Err(Error::Usage(format!(
+                            "input item has {} values, the model wants {item_len}",
+                            values.len()
+                        )));
+                    }
+                    item.copy_from_slice(values);
+                    None
+                }
+                Sample::Image(image) => {
+                    let pre = self.preprocessor.as_ref().map_err(|reason| Error::Usage(reason.clone()))?;
+                    Some(
+                        pre.run(image, item)
+                            .map_err(|reason| Error::manifest(self.model.source_path(), reason))?,
+                    )
+                }
+            });
+        }
+        Ok((tensor, geometries))
+    }
+
+    pub fn infer(&mut self, input: HostTensor) -> Result<Vec<HostTensor>> {
+        self.session.run(input)
+    }
+
+    /// One prediction per batch item.
+    pub fn postprocess(&self, outputs: &[HostTensor], geometries: &[Option<Geometry>]) -> Vec<Prediction> {
+        geometries
+            .iter()
+            .enumerate()
+            .map(|(item, g)| self.postprocessor.run(&self.model, outputs, item, g.as_ref()))
+            .collect()
+    }
+
+    /// All three stages for one sample (the batch filled with copies of it); its prediction.
+    pub fn predict(&mut self, sample: Sample) -> Result<Prediction> {
+        let (input, geometries) = self.preprocess(&[sample])?;
+        let outputs = self.infer(input)?;
+        Ok(self.postprocess(&outputs, &geometries[..1]).remove(0))
+    }
+}

@@ -1,0 +1,222 @@
+//! The `edgert` binary end to end: run, bench (report schema, CSV), inspect, info.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+#[test]
+fn run_prints_a_cat_for_chelsea_and_json_lines_for_a_folder() {
+    let chelsea = image("chelsea.png");
+    let out = edgert(&[
+        "run",
+        "--model",
+        model("mobilenetv2_int8_qdq.toml").to_str().unwrap(),
+        "--input",
+        chelsea.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("chelsea.png: 28"), "{text}");
+
+    let folder = models().join("images");
+    let out = edgert(&[
+        "run",
+        "-m",
+        model("mobilenetv2_fp32.toml").to_str().unwrap(),
+        "-i",
+        folder.to_str().unwrap(),
+        "--json",
+        "--top-k",
+        "3",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 7, "one line per photo");
+    let chelsea = lines.iter().find(|l| l["input"].as_str().unwrap().ends_with("chelsea.png")).unwrap();
+    let classes = chelsea["prediction"]["classes"].as_array().unwrap();
+    assert_eq!(classes.len(), 3);
+    assert!(CAT_CLASSES.contains(&(classes[0]["class_id"].as_u64().unwrap() as usize)), "{chelsea}");
+}
+
+#[test]
+fn run_finds_bus_and_people_with_yolo_int8() {
+    let out = edgert(&[
+        "run",
+        "--model",
+        model("yolov3_tiny_coco_int8_qdq.toml").to_str().unwrap(),
+        "--input",
+        image("bus.jpg").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("bus 0.") && text.contains("person 0."), "{text}");
+}
+
+#[test]
+fn run_on_digits_npz_reaches_97_percent() {
+    let out = edgert(&[
+        "run",
+        "--model",
+        model("digits_mlp_nchw.toml").to_str().unwrap(),
+        "--input",
+        model("digits_test.npz").to_str().unwrap(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 360);
+    let correct = lines
+        .iter()
+        .filter(|l| l["label"].as_u64() == l["prediction"]["classes"][0]["class_id"].as_u64())
+        .count();
+    assert!(correct as f64 / 360.0 >= 0.97, "{correct}/360");
+    assert!(stderr(&out).contains(&format!("({correct}/360)")), "{}", stderr(&out));
+}
+
+#[test]
+fn bare_onnx_runs_with_defaults() {
+    let out = edgert(&[
+        "run",
+        "--model",
+        model("mnist_mlp_nchw.onnx").to_str().unwrap(),
+        "--input",
+        model("mnist_test.npz").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let acc: f64 =
+        stderr(&out).split("accuracy ").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
+    assert!(acc >= 95.0, "{acc}");
+}
+
+fn schema() -> jsonschema::Validator {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/edgert.bench-1.schema.json"))
+            .unwrap();
+    jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()
+}
+
+#[test]
+fn bench_writes_a_report_that_validates_against_the_schema() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv) = (dir.path().join("r.json"), dir.path().join("r.csv"));
+    let out = edgert(&[
+        "bench",
+        "--model",
+        model("mobilenetv2_int8_qdq.toml").to_str().unwrap(),
+        "--batch",
+        "1,2",
+        "--threads",
+        "2",
+        "--warmup-ms",
+        "20",
+        "--duration-s",
+        "0.3",
+        "--min-iterations",
+        "5",
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("batch sweep") && text.contains("end_to_end") && text.contains("p99"), "{text}");
+
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let validator = schema();
+    let errors: Vec<String> = validator.iter_errors(&report).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(report["model"]["precision"], "int8-qdq");
+    assert_eq!(report["threads"], 2);
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.iter().map(|r| r["batch"].as_u64().unwrap()).collect::<Vec<_>>(), vec![1, 2]);
+    for run in runs {
+        let e2e = &run["stages"]["end_to_end"];
+        assert!(e2e["count"].as_u64().unwrap() >= 5);
+        assert!(
+            e2e["min_ms"].as_f64() <= e2e["p50_ms"].as_f64()
+                && e2e["p50_ms"].as_f64() <= e2e["p99_ms"].as_f64()
+        );
+        let batch = run["batch"].as_f64().unwrap();
+        let (fps, ips) = (run["frames_per_s"].as_f64().unwrap(), run["inferences_per_s"].as_f64().unwrap());
+        assert!((fps - ips * batch).abs() < 1e-6 * fps);
+    }
+    let csv_text = std::fs::read_to_string(&csv).unwrap();
+    assert!(csv_text.starts_with("batch,stage,count,"));
+    assert_eq!(csv_text.lines().count(), 1 + 2 * 4, "{csv_text}");
+}
+
+#[test]
+fn the_schema_rejects_a_report_missing_a_field() {
+    let validator = schema();
+    let mut report: Value = serde_json::json!({"schema": "edgert.bench/1"});
+    assert!(!validator.is_valid(&report));
+    report["schema"] = "edgert.bench/2".into();
+    assert!(!validator.is_valid(&report));
+}
+
+#[test]
+fn bench_on_labelled_tensors_and_an_image_input() {
+    let out = edgert(&[
+        "bench",
+        "-m",
+        model("digits_mlp_nchw.toml").to_str().unwrap(),
+        "--input",
+        model("digits_test.npz").to_str().unwrap(),
+        "--duration-s",
+        "0.1",
+        "--warmup-ms",
+        "0",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("digits_test.npz"));
+}
+
+#[test]
+fn inspect_reports_precision_parameters_macs_and_sparsity() {
+    let out = edgert(&["inspect", "--model", model("mobilenetv2_fp32.toml").to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let r: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(r["precision"], "fp32");
+    assert_eq!(r["operators"]["Conv"], 52);
+    // torchvision's MobileNetV2: 3.5 M parameters, about 300 M MACs at 224×224.
+    let params = r["parameters"].as_u64().unwrap();
+    assert!((3_400_000..3_600_000).contains(&params), "{params}");
+    let macs = r["macs"].as_u64().unwrap();
+    assert!((290_000_000..320_000_000).contains(&macs), "{macs}");
+    assert!(r["sparsity"]["zero_share"].as_f64().unwrap() < 0.01);
+
+    let out = edgert(&["inspect", "--model", model("mobilenetv2_int8_qdq.onnx").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("precision  int8-qdq"), "{}", stdout(&out));
+}
+
+#[test]
+fn info_lists_backends_and_why_the_gpu_ones_are_absent() {
+    let out = edgert(&["info", "--json"]);
+    assert!(out.status.success());
+    let info: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let backends = info["backends"].as_array().unwrap();
+    let cpu = backends.iter().find(|b| b["name"] == "cpu").unwrap();
+    assert_eq!((cpu["compiled"].as_bool(), cpu["usable"].as_bool()), (Some(true), Some(true)));
+    let trt = backends.iter().find(|b| b["name"] == "tensorrt").unwrap();
+    assert_eq!(trt["compiled"], false);
+    assert!(trt["reason"].as_str().unwrap().contains("--features tensorrt"));
+    assert!(stdout(&edgert(&["info"])).contains("cpu       compiled in, usable here"));
+}
+
+#[test]
+fn gpu_or_cpu_falls_back_and_says_so() {
+    let out = edgert(&[
+        "run",
+        "--backend",
+        "gpu-or-cpu",
+        "--model",
+        model("digits_mlp_nchw.toml").to_str().unwrap(),
+        "--input",
+        model("digits_test.npz").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("fell back to cpu"), "{}", stderr(&out));
+}

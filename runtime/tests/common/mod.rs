@@ -1,0 +1,33 @@
+//! Paths and helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+pub fn models() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models")
+}
+
+pub fn model(name: &str) -> PathBuf {
+    models().join(name)
+}
+
+pub fn image(name: &str) -> PathBuf {
+    models().join("images").join(name)
+}
+
+/// Runs the edgert binary with arguments.
+pub fn edgert(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_edgert")).args(args).output().expect("edgert starts")
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// ImageNet cat classes (torchvision order): tabby, tiger cat, Persian, Siamese, Egyptian cat.
+pub const CAT_CLASSES: std::ops::RangeInclusive<usize> = 281..=285;

@@ -1,0 +1,221 @@
+//! Every bad input gets one line on stderr naming the file and the problem, exit code 2 for bad
+//! input and 1 for a failure while running, and never a panic.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use prost::Message;
+
+/// Runs edgert and checks the failure: exit code, one line, the message parts, no panic.
+fn fails(args: &[&str], code: i32, parts: &[&str]) {
+    let out = edgert(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("edgert: error: "), "{err}");
+    for part in parts {
+        assert!(err.contains(part), "{err:?} lacks {part:?}");
+    }
+    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn chelsea() -> PathBuf {
+    image("chelsea.png")
+}
+
+/// A copy of a manifest in a temporary folder, with its model, edited by `edit`.
+fn edited_manifest(dir: &Path, manifest: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(model(manifest)).unwrap();
+    let onnx = text.lines().find_map(|l| l.strip_prefix("file = \"")).unwrap().trim_end_matches('"');
+    std::fs::copy(model(onnx), dir.join(onnx)).unwrap();
+    let path = dir.join(manifest);
+    std::fs::write(&path, edit(text)).unwrap();
+    path
+}
+
+#[test]
+fn missing_model_file() {
+    fails(
+        &["run", "--model", "no/such.onnx", "--input", s(&chelsea())],
+        2,
+        &["no/such.onnx", "no such file"],
+    );
+}
+
+#[test]
+fn missing_input_file() {
+    fails(&["run", "--model", s(&model("digits_mlp_nchw.toml")), "--input", "nope.png"], 2, &["nope.png"]);
+}
+
+#[test]
+fn truncated_onnx() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(model("mobilenetv2_int8_qdq.onnx")).unwrap();
+    let path = dir.path().join("truncated.onnx");
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    fails(
+        &["run", "--model", s(&path), "--input", s(&chelsea())],
+        2,
+        &["truncated.onnx", "not a valid ONNX model"],
+    );
+}
+
+#[test]
+fn corrupt_onnx() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("corrupt.onnx");
+    let noise: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+    std::fs::write(&path, noise).unwrap();
+    fails(&["inspect", "--model", s(&path)], 2, &["corrupt.onnx", "not a valid ONNX model"]);
+}
+
+#[test]
+fn unsupported_operator() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut proto =
+        tract_onnx::pb::ModelProto::decode(&*std::fs::read(model("digits_mlp_nchw.onnx")).unwrap()).unwrap();
+    let node = proto.graph.as_mut().unwrap().node.iter_mut().find(|n| n.op_type == "Relu").unwrap();
+    node.op_type = "FancyActivation".into();
+    let name = node.name.clone();
+    let path = dir.path().join("custom_op.onnx");
+    std::fs::write(&path, proto.encode_to_vec()).unwrap();
+    fails(
+        &["run", "--model", s(&path), "--input", s(&model("digits_test.npz"))],
+        2,
+        &["custom_op.onnx", "unsupported operator 'FancyActivation'", &name, "cpu backend"],
+    );
+}
+
+#[test]
+fn manifest_with_wrong_sha256() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = edited_manifest(dir.path(), "digits_mlp_nchw.toml", |t| {
+        let line = t.lines().find(|l| l.starts_with("sha256")).unwrap().to_string();
+        t.replace(&line, &format!("sha256 = \"{}\"", "0".repeat(64)))
+    });
+    fails(
+        &["inspect", "--model", s(&m)],
+        2,
+        &["digits_mlp_nchw.toml", "sha256 of digits_mlp_nchw.onnx is", "update the manifest"],
+    );
+}
+
+#[test]
+fn manifest_with_wrong_input_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = edited_manifest(dir.path(), "digits_mlp_nchw.toml", |t| {
+        t.replace("name = \"input\"", "name = \"pixels\"")
+    });
+    fails(
+        &["inspect", "--model", s(&m)],
+        2,
+        &["digits_mlp_nchw.toml", "input 'pixels' is not in the model", "input"],
+    );
+}
+
+#[test]
+fn manifest_with_wrong_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    let m =
+        edited_manifest(dir.path(), "digits_mlp_nchw.toml", |t| t.replace("[1, 1, 8, 8]", "[1, 1, 9, 9]"));
+    fails(&["inspect", "--model", s(&m)], 2, &["digits_mlp_nchw.toml", "[1, 1, 9, 9]", "[?, 1, 8, 8]"]);
+}
+
+#[test]
+fn manifest_that_is_not_toml_or_has_unknown_fields() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = edited_manifest(dir.path(), "digits_mlp_nchw.toml", |t| {
+        t.replace("[classification]", "[classification]\ncolour = 3")
+    });
+    fails(&["inspect", "--model", s(&m)], 2, &["digits_mlp_nchw.toml", "invalid manifest", "colour"]);
+}
+
+#[test]
+fn input_that_is_not_an_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("notes.png");
+    std::fs::write(&path, "not pixels").unwrap();
+    fails(
+        &["run", "--model", s(&model("mobilenetv2_int8_qdq.toml")), "--input", s(&path)],
+        2,
+        &["notes.png", "not an image"],
+    );
+}
+
+#[test]
+fn a_bad_image_in_a_folder_does_not_lose_the_other_results() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(chelsea(), dir.path().join("a.png")).unwrap();
+    std::fs::write(dir.path().join("b.png"), "broken").unwrap();
+    let out = edgert(&["run", "--model", s(&model("mobilenetv2_int8_qdq.toml")), "--input", s(dir.path())]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stdout(&out).contains("a.png: 28"), "{}", stdout(&out));
+    assert!(stderr(&out).contains("b.png: not an image"), "{}", stderr(&out));
+}
+
+#[test]
+fn npz_with_the_wrong_shape() {
+    fails(
+        &["run", "--model", s(&model("digits_mlp_nchw.toml")), "--input", s(&model("mnist_test.npz"))],
+        2,
+        &["mnist_test.npz", "'x' has shape [2000, 1, 28, 28]", "[1, 8, 8]"],
+    );
+}
+
+#[test]
+fn unknown_backend() {
+    fails(
+        &["run", "--backend", "tpu", "--model", s(&model("digits_mlp_nchw.toml")), "--input", s(&chelsea())],
+        2,
+        &["unknown backend 'tpu'", "known: cpu"],
+    );
+}
+
+#[test]
+fn gpu_backends_absent_from_this_build_are_runtime_failures_with_the_fix() {
+    fails(
+        &["bench", "--backend", "gpu", "--model", s(&model("digits_mlp_nchw.toml"))],
+        1,
+        &["backend 'gpu' is not usable here", "--features cuda"],
+    );
+    fails(
+        &["bench", "--backend", "tensorrt", "--model", s(&model("digits_mlp_nchw.toml"))],
+        1,
+        &["tensorrt", "--features tensorrt"],
+    );
+}
+
+#[test]
+fn bad_bench_settings() {
+    fails(&["bench", "--model", s(&model("digits_mlp_nchw.toml")), "--batch", "0"], 2, &["--batch"]);
+    fails(
+        &["bench", "--model", s(&model("digits_mlp_nchw.toml")), "--duration-s", "NaN"],
+        2,
+        &["--duration-s"],
+    );
+}
+
+#[test]
+fn unwritable_report_is_a_runtime_failure() {
+    fails(
+        &[
+            "bench",
+            "--model",
+            s(&model("digits_mlp_nchw.toml")),
+            "--duration-s",
+            "0",
+            "--min-iterations",
+            "1",
+            "--json",
+            "/nonexistent-dir/r.json",
+        ],
+        1,
+        &["/nonexistent-dir/r.json", "cannot write"],
+    );
+}

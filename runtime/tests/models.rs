@@ -1,0 +1,127 @@
+//! The library path on the real models: classification, INT8 against FP32, accuracy on labelled
+//! data, and YOLO detection.
+
+mod common;
+
+use common::*;
+use edgert::backend::{self, PrepareOptions};
+use edgert::capture;
+use edgert::model::{BareModelOptions, Model};
+use edgert::pipeline::{Pipeline, Sample};
+use edgert::postprocess::Prediction;
+
+fn pipeline(manifest: &str) -> Pipeline {
+    let model = Model::load(&model(manifest), &BareModelOptions::default()).unwrap();
+    Pipeline::open(model, backend::select("cpu").unwrap(), PrepareOptions::default()).unwrap()
+}
+
+fn classify(p: &mut Pipeline, photo: &str) -> Vec<usize> {
+    let image = capture::load_image(&image(photo)).unwrap();
+    match p.predict(Sample::Image(&image)).unwrap() {
+        Prediction::Classes(c) => c.iter().map(|c| c.class_id).collect(),
+        other => panic!("not classes: {other:?}"),
+    }
+}
+
+const PHOTOS: &[&str] = &[
+    "astronaut.png",
+    "bus.jpg",
+    "chelsea.png",
+    "coffee.png",
+    "motorcycle_left.png",
+    "page.png",
+    "zidane.jpg",
+];
+
+#[test]
+fn mobilenet_fp32_sees_a_cat_in_chelsea() {
+    let mut p = pipeline("mobilenetv2_fp32.toml");
+    let top = classify(&mut p, "chelsea.png");
+    assert!(CAT_CLASSES.contains(&top[0]), "top-5 {top:?}");
+    assert_eq!(p.model.label(top[0]).is_empty(), false);
+    // Coffee is "espresso" (967) with high confidence upstream.
+    assert_eq!(classify(&mut p, "coffee.png")[0], 967);
+}
+
+#[test]
+fn int8_top1_agrees_with_fp32_on_the_photos_but_at_most_one() {
+    let mut fp32 = pipeline("mobilenetv2_fp32.toml");
+    let mut int8 = pipeline("mobilenetv2_int8_qdq.toml");
+    let mut disagreements = Vec::new();
+    for photo in PHOTOS {
+        let (a, b) = (classify(&mut fp32, photo), classify(&mut int8, photo));
+        assert!(b.contains(&a[0]), "{photo}: FP32 top-1 {} not in INT8 top-5 {b:?}", a[0]);
+        if a[0] != b[0] {
+            disagreements.push(*photo);
+        }
+    }
+    assert!(disagreements.len() <= 1, "INT8 disagrees on {disagreements:?}");
+}
+
+#[test]
+fn digits_mlp_reaches_97_percent_on_its_labelled_set() {
+    let mut p = pipeline("digits_mlp_nchw.toml");
+    let set = capture::npz::load(&model("digits_test.npz"), &[1, 8, 8]).unwrap();
+    let labels = set.labels.as_ref().unwrap();
+    assert_eq!(set.len(), 360);
+    let correct = (0..set.len())
+        .filter(|&i| p.predict(Sample::Tensor(set.item(i))).unwrap().top1() == Some(labels[i] as usize))
+        .count();
+    assert!(correct as f64 / 360.0 >= 0.97, "{correct}/360");
+}
+
+#[test]
+fn yolo_finds_the_bus_and_people_in_bus_jpg() {
+    let fp32 = model("yolov3_tiny_coco_fp32.onnx");
+    let manifest =
+        if fp32.exists() { "yolov3_tiny_coco_fp32.toml" } else { "yolov3_tiny_coco_int8_qdq.toml" };
+    let mut p = pipeline(manifest);
+    let image = capture::load_image(&image("bus.jpg")).unwrap();
+    let Prediction::Boxes(boxes) = p.predict(Sample::Image(&image)).unwrap() else { panic!("no boxes") };
+    let bus =
+        boxes.iter().find(|b| b.label == "bus").unwrap_or_else(|| panic!("{manifest}: no bus in {boxes:?}"));
+    // The bus fills most of the 810×1080 photo's width.
+    assert!(bus.bbox[2] - bus.bbox[0] > 400.0, "{bus:?}");
+    assert!(boxes.iter().filter(|b| b.label == "person").count() >= 2, "{boxes:?}");
+    for b in &boxes {
+        assert!(b.bbox[0] >= 0.0 && b.bbox[2] <= 810.0 && b.bbox[1] >= 0.0 && b.bbox[3] <= 1080.0, "{b:?}");
+    }
+}
+
+#[test]
+fn yolo_int8_finds_the_same_kinds_of_object_as_fp32() {
+    let fp32 = model("yolov3_tiny_coco_fp32.onnx");
+    if !fp32.exists() {
+        eprintln!("skipped: {} absent (models/fetch.sh brings it)", fp32.display());
+        return;
+    }
+    let image = capture::load_image(&image("bus.jpg")).unwrap();
+    let labels = |manifest: &str| {
+        let Prediction::Boxes(boxes) = pipeline(manifest).predict(Sample::Image(&image)).unwrap() else {
+            panic!()
+        };
+        let mut l: Vec<String> = boxes.into_iter().map(|b| b.label).collect();
+        l.sort();
+        l.dedup();
+        l
+    };
+    assert_eq!(labels("yolov3_tiny_coco_fp32.toml"), labels("yolov3_tiny_coco_int8_qdq.toml"));
+}
+
+#[test]
+fn batch_of_four_gives_the_same_answer_as_batch_one() {
+    let model = Model::load(&model("mobilenetv2_fp32.toml"), &BareModelOptions::default()).unwrap();
+    let options = PrepareOptions { batch: 4, threads: 2 };
+    let mut p4 = Pipeline::open(model, backend::select("cpu").unwrap(), options).unwrap();
+    let image = capture::load_image(&image("chelsea.png")).unwrap();
+    let (input, geometries) = p4.preprocess(&[Sample::Image(&image)]).unwrap();
+    assert_eq!(input.shape, vec![4, 3, 224, 224]);
+    let outputs = p4.infer(input).unwrap();
+    let predictions = p4.postprocess(&outputs, &geometries);
+    assert_eq!(predictions.len(), 4);
+    let mut p1 = pipeline("mobilenetv2_fp32.toml");
+    let single = classify(&mut p1, "chelsea.png");
+    for prediction in predictions {
+        assert_eq!(prediction.top1(), Some(single[0]));
+    }
+}
