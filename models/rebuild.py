@@ -157,18 +157,18 @@ def build_mnist(out, work, reference):
 
 
 class TorchUnpickler(pickle.Unpickler):
-    """Reads a torch zip checkpoint's tensors into numpy arrays without torch."""
+    """Reads a torch checkpoint's pickle without torch: tensors become (storage key, offset, size,
+    stride) records that `load_pth` fills in with numpy arrays once the storages are read."""
 
     DTYPES = {"FloatStorage": np.float32, "LongStorage": np.int64, "HalfStorage": np.float16}
 
-    def __init__(self, data, archive, prefix):
-        super().__init__(io.BytesIO(data))
-        self.archive, self.prefix = archive, prefix
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.storage_dtypes = {}
 
     def find_class(self, module, name):
         if module == "torch._utils" and name == "_rebuild_tensor_v2":
-            return lambda storage, offset, size, stride, *rest: np.lib.stride_tricks.as_strided(
-                storage[offset:], shape=size, strides=[s * storage.itemsize for s in stride]).copy()
+            return lambda storage, offset, size, stride, *rest: (storage, offset, tuple(size), tuple(stride))
         if module == "torch" and name in self.DTYPES:
             return self.DTYPES[name]
         if module == "collections" and name == "OrderedDict":
@@ -177,14 +177,38 @@ class TorchUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"unexpected {module}.{name}")
 
     def persistent_load(self, pid):
-        _, dtype, key, _location, _numel = pid
-        return np.frombuffer(self.archive.read(f"{self.prefix}/data/{key}"), dtype=dtype)
+        _, dtype, key = pid[:3]
+        self.storage_dtypes[key] = dtype
+        return key
 
 
 def load_pth(data):
-    with zipfile.ZipFile(io.BytesIO(data)) as z:
-        pkl = next(n for n in z.namelist() if n.endswith("data.pkl"))
-        return TorchUnpickler(z.read(pkl), z, pkl.rsplit("/", 1)[0]).load()
+    """A state dict from a torch checkpoint: the zip format, or the legacy one (header pickles,
+    the state dict, the storage keys, then each storage as an int64 count and its raw bytes)."""
+    storages = {}
+    if data[:2] == b"PK":
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            pkl = next(n for n in z.namelist() if n.endswith("data.pkl"))
+            unpickler = TorchUnpickler(io.BytesIO(z.read(pkl)))
+            records = unpickler.load()
+            prefix = pkl.rsplit("/", 1)[0]
+            for key, dtype in unpickler.storage_dtypes.items():
+                storages[key] = np.frombuffer(z.read(f"{prefix}/data/{key}"), dtype=dtype)
+    else:
+        stream = io.BytesIO(data)
+        for _ in range(3):  # magic number, protocol version, system info
+            pickle.load(stream)
+        unpickler = TorchUnpickler(stream)
+        records = unpickler.load()
+        for key in pickle.load(stream):
+            dtype = np.dtype(unpickler.storage_dtypes[key])
+            count = int(np.frombuffer(stream.read(8), np.int64)[0])
+            storages[key] = np.frombuffer(stream.read(count * dtype.itemsize), dtype)
+    return {
+        name: np.lib.stride_tricks.as_strided(
+            storages[key][offset:], shape=size, strides=[s * storages[key].itemsize for s in stride]).copy()
+        for name, (key, offset, size, stride) in records.items()
+    }
 
 
 def fold_bn(w, sd, bn, eps):

@@ -222,7 +222,7 @@ impl Manifest {
                 return bad(format!("preprocess.{name} has {} values for {channels} channels", values.len()));
             }
         }
-        if self.preprocess.std.iter().any(|&s| s == 0.0) {
+        if self.preprocess.std.contains(&0.0) {
             return bad("preprocess.std has a zero".into());
         }
         if self.model.task == Task::Yolo && self.yolo.as_ref().is_none_or(|y| y.heads.is_empty()) {

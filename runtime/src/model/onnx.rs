@@ -53,10 +53,8 @@ pub fn outputs(proto: &pb::ModelProto) -> Vec<TensorSpec> {
 }
 
 fn spec(value: &pb::ValueInfoProto) -> TensorSpec {
-    let tensor = value.r#type.as_ref().and_then(|t| match &t.value {
-        Some(pb::type_proto::Value::TensorType(t)) => Some(t),
-        None => None,
-    });
+    let tensor =
+        value.r#type.as_ref().and_then(|t| t.value.as_ref().map(|pb::type_proto::Value::TensorType(t)| t));
     let shape = tensor
         .and_then(|t| t.shape.as_ref())
         .map(|s| {
