@@ -72,10 +72,12 @@ def time_onnxruntime(onnx_path, x, threads, duration_s):
 def time_edgert(edgert, manifest_path, photo, threads, duration_s):
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "r.json")
-        subprocess.run(
+        done = subprocess.run(
             [edgert, "bench", "--model", manifest_path, "--input", photo, "--threads", str(threads),
              "--duration-s", str(duration_s), "--json", report],
-            check=True, stdout=subprocess.DEVNULL)
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if done.returncode != 0:
+            sys.exit(f"peer_onnxruntime.py: edgert failed: {done.stderr.strip()}")
         with open(report) as f:
             stats = json.load(f)["runs"][0]["stages"]["inference"]
     return stats["p50_ms"], stats["p99_ms"]
