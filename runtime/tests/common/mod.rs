@@ -16,9 +16,21 @@ pub fn image(name: &str) -> PathBuf {
     models().join("images").join(name)
 }
 
-/// Runs the edgert binary with arguments.
+/// Runs the edgert binary with arguments; through `EDGERT_TEST_RUNNER` (e.g. qemu-aarch64) when set,
+/// for binaries of another architecture.
 pub fn edgert(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_edgert")).args(args).output().expect("edgert starts")
+    let binary = env!("CARGO_BIN_EXE_edgert");
+    let runner = std::env::var("EDGERT_TEST_RUNNER").unwrap_or_default();
+    let mut words = runner.split_whitespace();
+    let mut command = match words.next() {
+        Some(program) => {
+            let mut c = Command::new(program);
+            c.args(words).arg(binary);
+            c
+        }
+        None => Command::new(binary),
+    };
+    command.args(args).output().expect("edgert starts")
 }
 
 pub fn stdout(o: &Output) -> String {
