@@ -136,6 +136,12 @@ def build_digits(out, work, reference):
     check(acc >= 0.97, f"digits MLP: {acc:.1%} on its 360 held-out images (>= 97 %)")
     onnx.save(model, os.path.join(out, "digits_mlp_nchw.onnx"))
     np.savez(os.path.join(out, "digits_test.npz"), x=x_te, y=y_te.astype(np.int64))
+    # Calibration data for INT8 variants: training images that are not in the shipped test set.
+    shipped = os.path.join(reference or "", "digits_test.npz")
+    test_rows = {row.tobytes() for row in np.load(shipped)["x"]} if os.path.exists(shipped) else set()
+    calib = np.stack([row for row in x_tr if row.tobytes() not in test_rows][:200])
+    np.savez(os.path.join(out, "digits_calib.npz"), x=calib)
+    print(f"ok    digits calibration set: {len(calib)} training images outside the test set")
 
 
 def build_mnist(out, work, reference):
@@ -336,11 +342,11 @@ def best_score(head, class_id, anchors=3, classes=80):
     return float((sigmoid(h[:, 4]) * sigmoid(h[:, 5 + class_id])).max())
 
 
-def photo_batch(size, centre_crop=False, letterbox=False, names=("chelsea.png", "coffee.png")):
+def photo_batch(size, centre_crop=False, letterbox=False, names=("chelsea.png", "coffee.png"), folder=None):
     from PIL import Image
     batch = []
     for name in names:
-        img = Image.open(os.path.join(HERE, "images", name)).convert("RGB")
+        img = Image.open(os.path.join(folder or os.path.join(HERE, "images"), name)).convert("RGB")
         if centre_crop:
             s = 256 / min(img.size)
             img = img.resize((round(img.width * s), round(img.height * s)), Image.BILINEAR)
@@ -353,8 +359,19 @@ def photo_batch(size, centre_crop=False, letterbox=False, names=("chelsea.png", 
             canvas = Image.new("RGB", (size, size), (127, 127, 127))
             canvas.paste(img, ((size - img.width) // 2, (size - img.height) // 2))
             x = np.asarray(canvas, np.float32) / 255
+        else:
+            x = np.asarray(img.resize((size, size), Image.BILINEAR), np.float32) / 255
         batch.append(x.transpose(2, 0, 1))
     return np.stack(batch).astype(np.float32)
+
+
+def preprocess_photo(manifest, path):
+    """One photo as a 3×H×W tensor by a manifest's recipe (centre-crop or letterbox)."""
+    pre, size = manifest["preprocess"], manifest["input"]["shape"][2]
+    here = os.path.dirname(os.path.abspath(path))
+    batch = photo_batch(size, centre_crop=pre.get("resize") == "center-crop",
+                        letterbox=pre.get("resize") == "letterbox", names=[path], folder=here)
+    return batch[0]
 
 
 def compare(reference, name, x, ours, tolerance):

@@ -14,6 +14,8 @@ pub mod pipeline;
 pub mod postprocess;
 pub mod preprocess;
 pub mod tensor;
+pub mod tune;
+pub mod validate;
 
 pub use error::{Error, Result};
 

@@ -11,6 +11,7 @@ use crate::tensor::HostTensor;
 use crate::{Error, Result};
 
 /// One sample of input: a decoded image, or a tensor item for non-image models.
+#[derive(Clone, Copy)]
 pub enum Sample<'a> {
     Image(&'a DynamicImage),
     Tensor(&'a [f32]),

@@ -48,6 +48,7 @@ fn a_two_four_pruned_model_runs_and_is_recognised() {
     assert!(s.groups_2_4_met >= 64 * 16, "{s:?}");
     assert!(s.zero_weights >= 64 * 64 / 2, "{s:?}");
     assert_eq!(report.precision, "fp32");
+    assert_eq!(s.pattern, "unstructured", "fc1 is dense, so not every group meets 2:4");
 
     let mut pipeline =
         Pipeline::open(model, backend::select("cpu").unwrap(), PrepareOptions::default()).unwrap();
@@ -68,4 +69,17 @@ fn the_dense_model_meets_2_4_almost_nowhere() {
     let model = Model::load(&model("digits_mlp_nchw.onnx"), &BareModelOptions::default()).unwrap();
     let s = inspect::inspect(&model).unwrap().sparsity;
     assert!(s.share_2_4 < 0.05, "{s:?}");
+    assert_eq!(s.pattern, "dense");
+}
+
+#[test]
+fn the_variants_pipeline_outputs_are_recognised() {
+    let pattern = |name: &str| {
+        let model = Model::load(&model(name), &BareModelOptions::default()).unwrap();
+        let r = inspect::inspect(&model).unwrap();
+        (r.precision, r.sparsity.pattern)
+    };
+    assert_eq!(pattern("digits_mlp_2of4.toml"), ("fp32", "2:4"));
+    assert_eq!(pattern("digits_mlp_pruned90.toml"), ("fp32", "unstructured"));
+    assert_eq!(pattern("digits_mlp_int8_qdq.toml"), ("int8-qdq", "dense"));
 }

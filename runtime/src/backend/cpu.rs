@@ -24,6 +24,17 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn supports(&self, precision: &str) -> Result<(), String> {
+        match precision {
+            "fp32" | "fp16" | "int8-qdq" => Ok(()),
+            "fp8" => {
+                Err("tract has no FP8 kernels; FP8 needs a GPU of compute capability >= 8.9 (Orin is 8.7)"
+                    .into())
+            }
+            other => Err(format!("unknown precision '{other}'")),
+        }
+    }
+
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
         let path = &model.onnx_path;
         onnx::check_operators(path, &model.proto, self.name())?;

@@ -27,6 +27,9 @@ pub trait Backend: Send + Sync {
     /// Whether the backend can run on this machine, and why not.
     fn check(&self) -> Result<(), String>;
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>>;
+    /// Whether the backend has kernels for a weight precision (`fp32`, `fp16`, `int8-qdq`, `fp8`),
+    /// and why not.
+    fn supports(&self, precision: &str) -> Result<(), String>;
 }
 
 pub trait Prepared: Send + Sync {

@@ -48,7 +48,8 @@ fn text(r: &InspectReport) -> String {
     );
     let s = &r.sparsity;
     out += &format!(
-        "sparsity   {:.2} % of {} layer weights are zero; {:.2} % of {} 4-groups meet 2:4\n",
+        "sparsity   {}: {:.2} % of {} layer weights are zero; {:.2} % of {} 4-groups meet 2:4\n",
+        s.pattern,
         s.zero_share * 100.0,
         s.weights,
         s.share_2_4 * 100.0,

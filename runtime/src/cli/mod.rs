@@ -5,6 +5,8 @@ mod bench;
 mod info;
 mod inspect;
 mod run;
+mod tune;
+mod validate;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -37,6 +39,10 @@ enum Command {
     Inspect(inspect::InspectArgs),
     /// Show the host, the edgert version and which backends are compiled in and usable here.
     Info(info::InfoArgs),
+    /// Compare a candidate model (INT8, pruned) with a reference on labelled data; exit 3 over budget.
+    Validate(validate::ValidateArgs),
+    /// Bench and validate variants × backends; Pareto front of latency and accuracy; pick one.
+    Tune(tune::TuneArgs),
 }
 
 /// How a command names its model.
@@ -59,6 +65,20 @@ impl ModelArgs {
     }
 }
 
+/// A model named without task or labels flags (validate, tune): manifests say them.
+fn load_model(path: &std::path::Path) -> crate::Result<Model> {
+    Model::load(path, &BareModelOptions::default())
+}
+
+/// A budget in percent, `1%` or `1`, as a fraction.
+fn parse_budget(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%');
+    match number.parse::<f64>() {
+        Ok(v) if (0.0..=100.0).contains(&v) => Ok(v / 100.0),
+        _ => Err(format!("'{text}' is not a percentage between 0 and 100")),
+    }
+}
+
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -72,6 +92,8 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::main(args),
         Command::Inspect(args) => inspect::main(args),
         Command::Info(args) => info::main(args),
+        Command::Validate(args) => validate::main(args),
+        Command::Tune(args) => tune::main(args),
     };
     match result {
         Ok(code) => code,

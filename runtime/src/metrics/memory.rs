@@ -14,6 +14,12 @@ pub fn peak_rss_bytes() -> Option<u64> {
     read_status(Path::new("/proc/self/status")).and_then(|s| status_field_bytes(&s, "VmHWM"))
 }
 
+/// Resets this process's peak RSS to its current RSS (Linux ≥ 4.0), so the next peak is
+/// the next phase's own; false where the kernel refuses.
+pub fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
 fn read_status(path: &Path) -> Option<String> {
     std::fs::read_to_string(path).ok()
 }
@@ -28,6 +34,16 @@ mod tests {
         assert_eq!(status_field_bytes(status, "VmHWM"), Some(123456 * 1024));
         assert_eq!(status_field_bytes(status, "VmRSS"), Some(1000 * 1024));
         assert_eq!(status_field_bytes(status, "VmSwap"), None);
+    }
+
+    #[test]
+    fn peak_resets_to_the_current_resident_set() {
+        let big = vec![1u8; 64 << 20];
+        std::hint::black_box(&big);
+        drop(big);
+        let before = peak_rss_bytes().unwrap();
+        assert!(reset_peak_rss());
+        assert!(peak_rss_bytes().unwrap() < before, "the 64 MiB peak is forgotten");
     }
 
     #[test]

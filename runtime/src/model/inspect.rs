@@ -35,7 +35,7 @@ pub struct InspectReport {
     pub sparsity: Sparsity,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Sparsity {
     /// Weights of Conv, Gemm and MatMul layers (through DequantizeLinear for QDQ models).
     pub weights: u64,
@@ -45,6 +45,22 @@ pub struct Sparsity {
     pub groups_2_4: u64,
     pub groups_2_4_met: u64,
     pub share_2_4: f64,
+    /// `2:4` (every 4-group meets the pattern, as sparse tensor cores need), `unstructured`
+    /// (≥ 10 % zeros otherwise), or `dense`.
+    pub pattern: &'static str,
+}
+
+/// Below this share of zero weights a model counts as dense (trained weights are rarely exactly 0).
+const PRUNED_ZERO_SHARE: f64 = 0.10;
+fn pattern(s: &Sparsity) -> &'static str {
+    // Layers with fewer than 4 input channels (stems, depthwise) have no groups and do not count.
+    if s.groups_2_4 > 0 && s.groups_2_4_met == s.groups_2_4 {
+        "2:4"
+    } else if s.zero_share >= PRUNED_ZERO_SHARE {
+        "unstructured"
+    } else {
+        "dense"
+    }
 }
 
 /// Weight precision from the graph alone: Q/DQ on integer weights, else the dominant float type.
@@ -61,6 +77,10 @@ pub fn precision(proto: &pb::ModelProto) -> &'static str {
             || (n.op_type == "DequantizeLinear"
                 && n.input.first().is_some_and(|i| int_weights.contains(i.as_str())))
     });
+    // ONNX FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ.
+    if graph.initializer.iter().any(|t| (17..=20).contains(&t.data_type)) {
+        return "fp8";
+    }
     if quantized {
         return "int8-qdq";
     }
@@ -225,7 +245,15 @@ impl<'a> Weights<'a> {
     }
 
     fn sparsity(&self) -> Result<Sparsity> {
-        let mut s = Sparsity::default();
+        let mut s = Sparsity {
+            weights: 0,
+            zero_weights: 0,
+            zero_share: 0.0,
+            groups_2_4: 0,
+            groups_2_4_met: 0,
+            share_2_4: 0.0,
+            pattern: "dense",
+        };
         for (name, axis) in self.layers() {
             let Some(w) = self.layer_weight(name, axis)? else { continue };
             s.weights += w.zero.len() as u64;
@@ -236,6 +264,7 @@ impl<'a> Weights<'a> {
         }
         s.zero_share = ratio(s.zero_weights, s.weights);
         s.share_2_4 = ratio(s.groups_2_4_met, s.groups_2_4);
+        s.pattern = pattern(&s);
         Ok(s)
     }
 }

@@ -1,0 +1,129 @@
+//! `edgert tune`: bench and validate each variant on each backend; the Pareto front and the pick.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+
+use super::{emit, load_model, parse_budget};
+use crate::tune::{self, plot, TuneConfig, TuneReport};
+use crate::validate::data::Dataset;
+use crate::Error;
+
+#[derive(Args)]
+pub struct TuneArgs {
+    /// The base model (usually FP32) every variant is validated against.
+    #[arg(long, short, value_name = "M")]
+    model: PathBuf,
+    /// Variants to try, comma-separated (manifests or .onnx).
+    #[arg(long, value_delimiter = ',', required = true, value_name = "V1,V2,...")]
+    variants: Vec<PathBuf>,
+    /// Validation data: .npz with `x`/`y`, or an image folder.
+    #[arg(long, value_name = "PATH")]
+    data: PathBuf,
+    #[arg(long, value_name = "FILE")]
+    labels_csv: Option<PathBuf>,
+    /// Quality a variant may lose, in percent.
+    #[arg(long, default_value = "1%", value_parser = parse_budget)]
+    budget: f64,
+    /// Backends to try, comma-separated; the first also runs the base for validation.
+    #[arg(long, value_delimiter = ',', default_value = "cpu")]
+    backends: Vec<String>,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: u16,
+    #[arg(long, default_value_t = 200, value_name = "MS")]
+    warmup_ms: u64,
+    /// Benchmark each variant at least this long.
+    #[arg(long, default_value_t = 3.0, value_name = "S")]
+    duration_s: f64,
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    min_iterations: usize,
+    /// Draw accuracy drop against p99 with the Pareto front (SVG).
+    #[arg(long, value_name = "FILE")]
+    plot: Option<PathBuf>,
+    /// Also write the report as JSON (schema edgert.tune/1).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
+    if !(args.duration_s.is_finite() && args.duration_s >= 0.0) {
+        return Err(Error::Usage(format!("--duration-s {} is not a duration", args.duration_s)).into());
+    }
+    let base = load_model(&args.model)?;
+    let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;
+    let data = Dataset::load(&args.data, &base, args.labels_csv.as_deref())?;
+    let config = TuneConfig {
+        backends: args.backends.clone(),
+        budget: args.budget,
+        threads: args.threads as usize,
+        warmup: Duration::from_millis(args.warmup_ms),
+        duration: Duration::from_secs_f64(args.duration_s),
+        min_iterations: args.min_iterations.max(1),
+        bench_input: Some(args.data.clone()),
+    };
+    let report = tune::tune(&base, &variants, &data, &config, &mut |step| eprintln!("edgert: {step}"))?;
+    emit(text(&report).trim_end())?;
+    if let Some(path) = &args.plot {
+        plot::write_svg(&report, path)?;
+    }
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&report)? + "\n";
+        std::fs::write(path, json).map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn text(r: &TuneReport) -> String {
+    let mut out = format!("base {} on {}, budget {:.2} %\n\n", r.base, r.data, r.budget * 100.0);
+    out += &format!(
+        "  {:<44} {:<8} {:<9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>9}  {}\n",
+        "variant",
+        "backend",
+        "precision",
+        "p50 ms",
+        "p99 ms",
+        "frames/s",
+        "energy",
+        "peak MiB",
+        "size MB",
+        "drop %",
+        "front/budget"
+    );
+    for (i, row) in r.rows.iter().enumerate() {
+        let marks = format!(
+            "{}{}{}",
+            if row.pareto { "* " } else { "  " },
+            if row.within_budget { "ok" } else { "over" },
+            if Some(i) == r.pick { "  <- pick" } else { "" }
+        );
+        out += &format!(
+            "  {:<44} {:<8} {:<9} {:>9.3} {:>9.3} {:>9.1} {:>9} {:>9} {:>8.2} {:>9.2}  {marks}\n",
+            row.variant,
+            row.backend,
+            row.precision,
+            row.p50_ms,
+            row.p99_ms,
+            row.frames_per_s,
+            row.energy_mj.map_or("n/a".into(), |e| format!("{e:.2} mJ")),
+            row.peak_rss_bytes.map_or("n/a".into(), |b| format!("{:.1}", b as f64 / 1048576.0)),
+            row.model_bytes as f64 / 1e6,
+            row.accuracy_drop * 100.0,
+        );
+    }
+    out += "  (* on the Pareto front of p99 and drop; drop is 1 - the validation gate: accuracy kept with labels,\n";
+    out += "   else top-1 agreement or mAP@0.5 against the base)\n";
+    for s in &r.skipped {
+        out += &format!("skipped {} on {}: {}\n", s.variant, s.backend, s.reason);
+    }
+    out += &format!("energy: {}\n", r.energy_note);
+    match r.pick {
+        Some(i) => {
+            out +=
+                &format!("pick: {} on {} (fastest p99 within budget)\n", r.rows[i].variant, r.rows[i].backend)
+        }
+        None => out += "pick: none (no variant within budget)\n",
+    }
+    out
+}

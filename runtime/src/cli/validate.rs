@@ -1,0 +1,110 @@
+//! `edgert validate`: does a candidate keep the reference's quality? Exit 0 within budget, 3 over.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::{emit, load_model, parse_budget};
+use crate::validate::{self, data::Dataset, ValidateConfig, ValidateReport};
+use crate::Error;
+
+/// The exit code of a candidate over budget, for deployment scripts to gate on.
+pub const OVER_BUDGET: u8 = 3;
+
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// The model to compare against (manifest or .onnx), usually FP32.
+    #[arg(long, value_name = "M")]
+    reference: PathBuf,
+    /// The model to judge: INT8, pruned, another backend's build.
+    #[arg(long, value_name = "M")]
+    candidate: PathBuf,
+    /// An .npz with `x` (and `y` labels), or a folder of images labelled by sub-folder or CSV.
+    #[arg(long, value_name = "PATH")]
+    data: PathBuf,
+    /// For an image folder: `file,label` rows (label: class id or name).
+    #[arg(long, value_name = "FILE")]
+    labels_csv: Option<PathBuf>,
+    /// Quality the candidate may lose, in percent of the reference's (MLPerf keeps 99 %: 1%).
+    #[arg(long, default_value = "1%", value_parser = parse_budget)]
+    budget: f64,
+    #[arg(long, default_value = "cpu")]
+    reference_backend: String,
+    #[arg(long, default_value = "cpu")]
+    candidate_backend: String,
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: u16,
+    /// Also write the report as JSON (schema edgert.validate/1).
+    #[arg(long, value_name = "FILE")]
+    json: Option<PathBuf>,
+}
+
+pub fn main(args: ValidateArgs) -> anyhow::Result<ExitCode> {
+    let reference = load_model(&args.reference)?;
+    let candidate = load_model(&args.candidate)?;
+    let data = Dataset::load(&args.data, &reference, args.labels_csv.as_deref())?;
+    let config = ValidateConfig {
+        reference_backend: args.reference_backend.clone(),
+        candidate_backend: args.candidate_backend.clone(),
+        threads: args.threads as usize,
+        budget: args.budget,
+    };
+    let report = validate::validate(&reference, &candidate, &data, &config)?;
+    emit(text(&report).trim_end())?;
+    if let Some(path) = &args.json {
+        let json = serde_json::to_string_pretty(&report)? + "\n";
+        std::fs::write(path, json).map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
+    }
+    Ok(if report.gate.within_budget { ExitCode::SUCCESS } else { ExitCode::from(OVER_BUDGET) })
+}
+
+fn pct(v: f64) -> String {
+    format!("{:.2} %", v * 100.0)
+}
+
+fn text(r: &ValidateReport) -> String {
+    let mut out = format!("data       {} ({} samples)\n", r.data, r.samples);
+    for (name, side) in [("reference", &r.reference), ("candidate", &r.candidate)] {
+        let accuracy = side.accuracy.map_or(String::new(), |a| format!(", accuracy {}", pct(a)));
+        out += &format!("{name:<10} {} ({}, {}){accuracy}\n", side.model, side.precision, side.backend);
+    }
+    if let Some(drop) = r.accuracy_drop {
+        out += &format!("drop       {} relative\n", pct(drop));
+    }
+    if let (Some(agree), Some(top5)) = (r.top1_agreement, r.reference_top1_in_candidate_top5) {
+        out += &format!(
+            "top-1      agreement {}, reference top-1 in candidate top-5 {}\n",
+            pct(agree),
+            pct(top5)
+        );
+    }
+    if let Some(map) = r.map50 {
+        out += &format!("mAP@0.5    {:.4} against the reference's boxes\n", map);
+    }
+    out += &format!(
+        "outputs    cosine mean {:.6}, min {:.6}; |diff| max {:.4}, mean {:.5}\n",
+        r.cosine_mean, r.cosine_min, r.max_abs_diff, r.mean_abs_diff
+    );
+    for w in &r.worst_inputs {
+        let id = |c: Option<usize>| c.map_or("-".to_string(), |c| c.to_string());
+        out += &format!(
+            "worst      {} cosine {:.6}, top-1 {} → {}\n",
+            w.input,
+            w.cosine,
+            id(w.reference_top1),
+            id(w.candidate_top1)
+        );
+    }
+    let g = &r.gate;
+    out += &format!(
+        "verdict    {} {:.4} {} required {:.4} (budget {}): {}\n",
+        g.metric,
+        g.value,
+        if g.within_budget { ">=" } else { "<" },
+        g.required,
+        pct(r.budget),
+        if g.within_budget { "within budget" } else { "OVER BUDGET" }
+    );
+    out
+}

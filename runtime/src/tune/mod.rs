@@ -1,0 +1,162 @@
+//! `tune`: for each variant × backend, validate against the base model and bench it; mark the
+//! Pareto front of (p99 latency, accuracy drop) and pick the fastest variant within budget.
+
+pub mod pareto;
+pub mod plot;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::bench::{self, BenchConfig, Progress};
+use crate::metrics::memory;
+use crate::model::{inspect, Model};
+use crate::validate::{self, data::Dataset, ValidateConfig};
+use crate::{backend, Error, Result};
+
+pub const SCHEMA: &str = "edgert.tune/1";
+
+#[derive(Debug, Clone)]
+pub struct TuneConfig {
+    pub backends: Vec<String>,
+    pub budget: f64,
+    pub threads: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub min_iterations: usize,
+    /// What `bench` runs on: the data itself, or synthetic input when `None`.
+    pub bench_input: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub variant: String,
+    pub backend: String,
+    pub precision: String,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub frames_per_s: f64,
+    /// Null until power telemetry exists (see `energy_note`); never estimated.
+    pub energy_mj: Option<f64>,
+    /// Peak RSS while this variant ran (the peak is reset first); null where it cannot be reset.
+    pub peak_rss_bytes: Option<u64>,
+    pub model_bytes: u64,
+    /// 1 − the validation gate value: the share of the base's quality lost.
+    pub accuracy_drop: f64,
+    pub gate_metric: &'static str,
+    pub within_budget: bool,
+    pub pareto: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    pub variant: String,
+    pub backend: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TuneReport {
+    pub schema: &'static str,
+    pub base: String,
+    pub data: String,
+    pub budget: f64,
+    pub rows: Vec<Row>,
+    pub skipped: Vec<Skipped>,
+    /// Index into `rows` of the fastest (p99) variant within budget.
+    pub pick: Option<usize>,
+    pub energy_note: &'static str,
+}
+
+const ENERGY_NOTE: &str =
+    "energy per inference needs the board's power sensors; edgert does not read them yet";
+
+/// Runs the matrix; the base model is always the first variant, so its own row is the baseline.
+pub fn tune(
+    base: &Model,
+    variants: &[Model],
+    data: &Dataset,
+    config: &TuneConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Result<TuneReport> {
+    if config.backends.is_empty() {
+        return Err(Error::Usage("--backends needs at least one backend".into()));
+    }
+    let reference_backend = config.backends[0].clone();
+    let mut rows = Vec::new();
+    let mut skipped = Vec::new();
+    for model in std::iter::once(base).chain(variants) {
+        let precision = inspect::precision(&model.proto);
+        let variant = model.source_path().display().to_string();
+        for backend_name in &config.backends {
+            let selected = backend::select(backend_name)?;
+            if let Err(reason) = selected.backend.supports(precision) {
+                skipped.push(Skipped { variant: variant.clone(), backend: backend_name.clone(), reason });
+                continue;
+            }
+            progress(&format!("{variant} on {backend_name}: validating"));
+            let validation = validate::validate(
+                base,
+                model,
+                data,
+                &ValidateConfig {
+                    reference_backend: reference_backend.clone(),
+                    candidate_backend: backend_name.clone(),
+                    threads: config.threads,
+                    budget: config.budget,
+                },
+            )?;
+            progress(&format!("{variant} on {backend_name}: benchmarking"));
+            let reset = memory::reset_peak_rss();
+            let report = bench::run(
+                model,
+                Duration::ZERO,
+                &BenchConfig {
+                    backend: backend_name.clone(),
+                    batches: vec![1],
+                    threads: config.threads,
+                    warmup: config.warmup,
+                    duration: config.duration,
+                    min_iterations: config.min_iterations,
+                    input: config.bench_input.clone(),
+                },
+                &mut |_: &Progress| {},
+            )?;
+            let run = &report.runs[0];
+            let model_bytes =
+                std::fs::metadata(&model.onnx_path).map_err(|e| Error::read(&model.onnx_path, e))?.len();
+            rows.push(Row {
+                variant: variant.clone(),
+                backend: report.backend.name.clone(),
+                precision: precision.to_string(),
+                p50_ms: run.stages.end_to_end.p50_ms,
+                p99_ms: run.stages.end_to_end.p99_ms,
+                frames_per_s: run.frames_per_s,
+                energy_mj: None,
+                peak_rss_bytes: if reset { run.peak_rss_bytes } else { None },
+                model_bytes,
+                accuracy_drop: (1.0 - validation.gate.value).max(0.0),
+                gate_metric: validation.gate.metric,
+                within_budget: validation.gate.within_budget,
+                pareto: false,
+            });
+        }
+    }
+    let points: Vec<(f64, f64)> = rows.iter().map(|r| (r.p99_ms, r.accuracy_drop)).collect();
+    for (row, on_front) in rows.iter_mut().zip(pareto::front(&points)) {
+        row.pareto = on_front;
+    }
+    let pick =
+        pareto::fastest_within_budget(&rows.iter().map(|r| (r.p99_ms, r.within_budget)).collect::<Vec<_>>());
+    Ok(TuneReport {
+        schema: SCHEMA,
+        base: base.source_path().display().to_string(),
+        data: data.path.display().to_string(),
+        budget: config.budget,
+        rows,
+        skipped,
+        pick,
+        energy_note: ENERGY_NOTE,
+    })
+}

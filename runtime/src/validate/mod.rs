@@ -1,0 +1,216 @@
+//! `validate`: run a reference and a candidate model on the same inputs and say whether the
+//! candidate keeps enough of the reference's quality, by one gate metric against a budget.
+
+pub mod compare;
+pub mod data;
+pub mod map;
+
+use serde::Serialize;
+
+use crate::backend::{self, PrepareOptions};
+use crate::capture;
+use crate::model::{inspect, Model, Task};
+use crate::pipeline::{Pipeline, Sample};
+use crate::postprocess::Prediction;
+use crate::{Error, Result};
+use compare::{cosine, AbsDiff};
+use data::{Dataset, Items};
+
+pub const SCHEMA: &str = "edgert.validate/1";
+/// Worst inputs listed in a report.
+const WORST: usize = 5;
+
+#[derive(Debug, Clone)]
+pub struct ValidateConfig {
+    pub reference_backend: String,
+    pub candidate_backend: String,
+    pub threads: usize,
+    /// Allowed loss as a fraction: 0.01 keeps ≥ 99 % of the reference's quality (MLPerf's rule).
+    pub budget: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Side {
+    pub model: String,
+    pub sha256: String,
+    pub precision: String,
+    pub backend: String,
+    /// With labels: share of correct top-1 (classifiers).
+    pub accuracy: Option<f64>,
+}
+
+/// The metric that decides: 1 is as good as the reference; within budget when ≥ 1 − budget.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gate {
+    /// `accuracy_kept` (labelled classifiers: candidate / reference accuracy), `top1_agreement`
+    /// (unlabelled classifiers), `map50` (YOLO boxes against the reference's), `cosine` (raw).
+    pub metric: &'static str,
+    pub value: f64,
+    pub required: f64,
+    pub within_budget: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct WorstInput {
+    pub input: String,
+    pub cosine: f64,
+    pub reference_top1: Option<usize>,
+    pub candidate_top1: Option<usize>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ValidateReport {
+    pub schema: &'static str,
+    pub data: String,
+    pub samples: usize,
+    pub budget: f64,
+    pub reference: Side,
+    pub candidate: Side,
+    /// Relative accuracy drop with labels: (reference − candidate) / reference.
+    pub accuracy_drop: Option<f64>,
+    pub top1_agreement: Option<f64>,
+    /// Share of inputs whose reference top-1 is in the candidate's top-5.
+    pub reference_top1_in_candidate_top5: Option<f64>,
+    pub cosine_mean: f64,
+    pub cosine_min: f64,
+    pub max_abs_diff: f64,
+    pub mean_abs_diff: f64,
+    /// mAP@0.5 of the candidate's boxes against the reference's (YOLO models).
+    pub map50: Option<f64>,
+    pub worst_inputs: Vec<WorstInput>,
+    pub gate: Gate,
+}
+
+fn open(model: &Model, backend_name: &str, threads: usize) -> Result<Pipeline> {
+    let selected = backend::select(backend_name)?;
+    Pipeline::open(model.clone(), selected, PrepareOptions { batch: 1, threads })
+}
+
+/// Raw outputs and the prediction of one sample.
+fn infer(p: &mut Pipeline, sample: Sample) -> Result<(Vec<f32>, Prediction)> {
+    let (input, geometries) = p.preprocess(&[sample])?;
+    let outputs = p.infer(input)?;
+    let prediction = p.postprocess(&outputs, &geometries).remove(0);
+    Ok((outputs.iter().flat_map(|t| t.item(0).iter().copied()).collect(), prediction))
+}
+
+fn top_ids(prediction: &Prediction) -> Vec<usize> {
+    match prediction {
+        Prediction::Classes(c) => c.iter().map(|c| c.class_id).collect(),
+        _ => Vec::new(),
+    }
+}
+
+pub fn validate(
+    reference: &Model,
+    candidate: &Model,
+    data: &Dataset,
+    config: &ValidateConfig,
+) -> Result<ValidateReport> {
+    let task = reference.manifest.model.task;
+    if candidate.manifest.model.task != task {
+        return Err(Error::Usage(format!(
+            "{} is a {:?} model but {} is {:?}: nothing to compare",
+            reference.source_path().display(),
+            task,
+            candidate.source_path().display(),
+            candidate.manifest.model.task
+        )));
+    }
+    if data.is_empty() {
+        return Err(Error::input(&data.path, "holds no samples"));
+    }
+    let mut ref_pipe = open(reference, &config.reference_backend, config.threads)?;
+    let mut cand_pipe = open(candidate, &config.candidate_backend, config.threads)?;
+    // Top-5 needs five classes from the candidate whatever its manifest says.
+    cand_pipe.model.manifest.classification.top_k = cand_pipe.model.manifest.classification.top_k.max(5);
+
+    let labelled = data.labelled() && task == Task::Classification;
+    let (mut correct_ref, mut correct_cand, mut agree, mut in_top5) = (0usize, 0usize, 0usize, 0usize);
+    let (mut diff, mut cosines, mut worst) = (AbsDiff::default(), Vec::new(), Vec::new());
+    let (mut ref_boxes, mut cand_boxes) = (Vec::new(), Vec::new());
+    for index in 0..data.len() {
+        let image;
+        let sample = match &data.items {
+            Items::Tensors(set) => Sample::Tensor(set.item(index)),
+            Items::Images(images) => {
+                image = capture::load_image(&images[index].0)?;
+                Sample::Image(&image)
+            }
+        };
+        let (ref_raw, ref_pred) = infer(&mut ref_pipe, sample)?;
+        let (cand_raw, cand_pred) = infer(&mut cand_pipe, sample)?;
+        if ref_raw.len() != cand_raw.len() {
+            return Err(Error::Usage(format!(
+                "the models' outputs differ in size ({} and {} values): not the same model",
+                ref_raw.len(),
+                cand_raw.len()
+            )));
+        }
+        diff.add(&ref_raw, &cand_raw);
+        let cos = cosine(&ref_raw, &cand_raw);
+        cosines.push(cos);
+        let (r, c) = (top_ids(&ref_pred), top_ids(&cand_pred));
+        if let (Some(&r1), Some(&c1)) = (r.first(), c.first()) {
+            agree += usize::from(r1 == c1);
+            in_top5 += usize::from(c.iter().take(5).any(|&x| x == r1));
+            if labelled {
+                let label = data.label(index, reference)?;
+                correct_ref += usize::from(label == Some(r1));
+                correct_cand += usize::from(label == Some(c1));
+            }
+        }
+        worst.push(WorstInput {
+            input: data.name(index),
+            cosine: cos,
+            reference_top1: r.first().copied(),
+            candidate_top1: c.first().copied(),
+        });
+        if let (Prediction::Boxes(rb), Prediction::Boxes(cb)) = (ref_pred, cand_pred) {
+            ref_boxes.push(rb);
+            cand_boxes.push(cb);
+        }
+    }
+    let n = data.len() as f64;
+    worst.sort_by(|a, b| a.cosine.total_cmp(&b.cosine));
+    worst.truncate(WORST);
+    let classifier = task == Task::Classification;
+    let accuracy = |correct: usize| labelled.then_some(correct as f64 / n);
+    let (acc_ref, acc_cand) = (accuracy(correct_ref), accuracy(correct_cand));
+    let accuracy_drop = acc_ref.zip(acc_cand).map(|(r, c)| if r > 0.0 { (r - c) / r } else { 0.0 });
+    let map50 = (task == Task::Yolo)
+        .then(|| map::mean_average_precision(&ref_boxes, &cand_boxes, 0.5).unwrap_or(1.0));
+    let cosine_mean = cosines.iter().sum::<f64>() / n;
+    let (metric, value) = match (accuracy_drop, classifier, map50) {
+        (Some(drop), _, _) => ("accuracy_kept", 1.0 - drop),
+        (None, true, _) => ("top1_agreement", agree as f64 / n),
+        (None, false, Some(map)) => ("map50", map),
+        _ => ("cosine", cosine_mean),
+    };
+    let required = 1.0 - config.budget;
+    let side = |m: &Model, p: &Pipeline, accuracy| Side {
+        model: m.source_path().display().to_string(),
+        sha256: m.sha256.clone(),
+        precision: inspect::precision(&m.proto).to_string(),
+        backend: p.backend.clone(),
+        accuracy,
+    };
+    Ok(ValidateReport {
+        schema: SCHEMA,
+        data: data.path.display().to_string(),
+        samples: data.len(),
+        budget: config.budget,
+        reference: side(reference, &ref_pipe, acc_ref),
+        candidate: side(candidate, &cand_pipe, acc_cand),
+        accuracy_drop,
+        top1_agreement: classifier.then_some(agree as f64 / n),
+        reference_top1_in_candidate_top5: classifier.then_some(in_top5 as f64 / n),
+        cosine_mean,
+        cosine_min: cosines.iter().copied().fold(f64::INFINITY, f64::min),
+        max_abs_diff: diff.max,
+        mean_abs_diff: diff.mean(),
+        map50,
+        worst_inputs: worst,
+        gate: Gate { metric, value, required, within_budget: value >= required - 1e-12 },
+    })
+}
