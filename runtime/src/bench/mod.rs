@@ -157,9 +157,14 @@ struct Iteration {
     postprocess: Duration,
 }
 
-fn iterate(pipeline: &mut Pipeline, batch: &[Sample]) -> Result<Iteration> {
+/// One iteration on the next `batch` samples from `cursor`, cycling through the set, so a
+/// run covers the whole input rather than its first item.
+fn iterate(pipeline: &mut Pipeline, samples: &[Sample], cursor: &mut usize) -> Result<Iteration> {
+    let n = pipeline.options.batch;
+    let batch: Vec<Sample> = (0..n).map(|k| samples[(*cursor + k) % samples.len()]).collect();
+    *cursor = (*cursor + n) % samples.len();
     let t0 = Instant::now();
-    let (input, geometries) = pipeline.preprocess(batch)?;
+    let (input, geometries) = pipeline.preprocess(&batch)?;
     let t1 = Instant::now();
     let outputs = pipeline.infer(input)?;
     let t2 = Instant::now();
@@ -176,18 +181,19 @@ fn measure(
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<BatchRun> {
     let batch = pipeline.options.batch;
+    let mut cursor = 0;
     let first = Instant::now();
-    iterate(pipeline, samples)?;
+    iterate(pipeline, samples, &mut cursor)?;
     let first_inference_ms = ms(first.elapsed());
     let warmup = Instant::now();
     while warmup.elapsed() < config.warmup {
-        iterate(pipeline, samples)?;
+        iterate(pipeline, samples, &mut cursor)?;
     }
     let (mut pre, mut inf, mut post, mut total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let started = Instant::now();
     let mut last_report = started;
     while started.elapsed() < config.duration || total.len() < config.min_iterations {
-        let it = iterate(pipeline, samples)?;
+        let it = iterate(pipeline, samples, &mut cursor)?;
         pre.push(ms(it.preprocess));
         inf.push(ms(it.inference));
         post.push(ms(it.postprocess));
