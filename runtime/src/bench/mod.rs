@@ -2,6 +2,7 @@
 //! iterations, per batch size, timing each stage.
 
 pub mod output;
+pub mod power;
 pub mod report;
 
 use std::path::PathBuf;
@@ -30,6 +31,12 @@ pub struct BenchConfig {
     pub min_iterations: usize,
     /// `None` for synthetic input.
     pub input: Option<PathBuf>,
+    /// Where sysfs is, for the power sensors (`/` on a board, a fixture tree in tests).
+    pub sysfs_root: PathBuf,
+    /// Power sampling interval (raised to the sensors' own update interval).
+    pub power_interval: Duration,
+    /// Idle power is measured this long before the first batch.
+    pub idle: Duration,
 }
 
 /// Where a run stands, for a progress line.
@@ -92,6 +99,7 @@ pub fn run(
     if samples.is_empty() {
         return Err(Error::Usage("the input holds no samples".into()));
     }
+    let probe = power::PowerProbe::new(&config.sysfs_root, config.power_interval, config.idle);
     let mut runs = Vec::new();
     let mut warnings = Vec::new();
     let mut backend_info = None;
@@ -106,7 +114,7 @@ pub fn run(
             name: pipeline.backend.clone(),
             fallback: pipeline.fallback.clone(),
         });
-        let run = measure(&mut pipeline, &samples, config, load_ms, progress)?;
+        let run = measure(&mut pipeline, &samples, config, &probe, load_ms, progress)?;
         for (stage, stats) in run.stages.named() {
             if stats.cov > COV_WARNING && matches!(stage, "inference" | "end_to_end") {
                 warnings.push(format!(
@@ -177,6 +185,7 @@ fn measure(
     pipeline: &mut Pipeline,
     samples: &[Sample],
     config: &BenchConfig,
+    probe: &power::PowerProbe,
     load_ms: f64,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<BatchRun> {
@@ -190,6 +199,8 @@ fn measure(
         iterate(pipeline, samples, &mut cursor)?;
     }
     let (mut pre, mut inf, mut post, mut total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let sampler = probe.start();
+    let window_start = probe.now();
     let started = Instant::now();
     let mut last_report = started;
     while started.elapsed() < config.duration || total.len() < config.min_iterations {
@@ -204,6 +215,8 @@ fn measure(
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
+    let window_end = probe.now();
+    let power_samples = sampler.map(|s| s.finish()).unwrap_or_default();
     let stats = |v: &[f64]| LatencyStats::from_ms(v).expect("at least one iteration");
     let iterations = total.len();
     Ok(BatchRun {
@@ -215,6 +228,7 @@ fn measure(
         inferences_per_s: iterations as f64 / elapsed,
         frames_per_s: (iterations * batch) as f64 / elapsed,
         peak_rss_bytes: memory::peak_rss_bytes(),
+        power: probe.report(&power_samples, window_start, window_end, iterations),
         stages: Stages {
             preprocess: stats(&pre),
             inference: stats(&inf),

@@ -51,6 +51,7 @@ pub fn text(report: &BenchReport) -> String {
             "  throughput {:.1} inferences/s, {:.1} frames/s\n",
             run.inferences_per_s, run.frames_per_s
         );
+        out += &power_line(&run.power);
     }
     if report.runs.len() > 1 {
         out += "\nbatch sweep\n  batch   frames/s   p99 end-to-end (ms)   p99 per frame (ms)\n";
@@ -117,4 +118,26 @@ pub fn write_csv(report: &BenchReport, path: &Path) -> Result<()> {
     }
     writer.flush().map_err(|e| fail(&e))?;
     Ok(())
+}
+
+fn power_line(p: &super::power::PowerReport) -> String {
+    let watts = |w: Option<f64>| w.map_or("n/a".to_string(), |w| format!("{w:.2} W"));
+    let mj = |e: Option<f64>| e.map_or("n/a".to_string(), |e| format!("{e:.2} mJ"));
+    if !p.available {
+        return format!("  power n/a: {}\n", p.reason.as_deref().unwrap_or("no sensors"));
+    }
+    let mut line = format!(
+        "  power {} mean {}, peak {}, idle {}; {}/inference, {} above idle ({} samples)\n",
+        p.total.as_deref().unwrap_or("total"),
+        watts(p.mean_w),
+        watts(p.peak_w),
+        watts(p.idle_w),
+        mj(p.energy_per_inference_mj),
+        mj(p.energy_above_idle_per_inference_mj),
+        p.samples
+    );
+    for rail in &p.rails {
+        line += &format!("    {:<18} mean {}, peak {}\n", rail.name, watts(rail.mean_w), watts(rail.peak_w));
+    }
+    line
 }

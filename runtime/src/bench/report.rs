@@ -68,6 +68,8 @@ pub struct BatchRun {
     pub frames_per_s: f64,
     /// Process peak resident set after this run (it never decreases in a sweep).
     pub peak_rss_bytes: Option<u64>,
+    /// Board power over exactly the measured window, or why there is none.
+    pub power: super::power::PowerReport,
     pub stages: Stages,
 }
 

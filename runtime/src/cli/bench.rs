@@ -42,6 +42,36 @@ pub struct BenchArgs {
     /// Also write one CSV row per batch size and stage.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
+    #[command(flatten)]
+    power: PowerArgs,
+}
+
+/// Where and how to read the board's power sensors.
+#[derive(Args, Clone)]
+pub struct PowerArgs {
+    /// Root of sysfs for the power sensors (a fixture tree to test without a board).
+    #[arg(long, env = "EDGERT_SYSFS_ROOT", default_value = "/", value_name = "DIR")]
+    sysfs_root: PathBuf,
+    /// Power sampling interval (never faster than the sensors' own update interval).
+    #[arg(long, default_value_t = 10, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    power_interval_ms: u64,
+    /// Idle power is measured this long before the first batch.
+    #[arg(long, default_value_t = 0.5, value_name = "S")]
+    idle_s: f64,
+}
+
+impl PowerArgs {
+    /// (sysfs root, sampling interval, idle time).
+    pub fn settings(&self) -> Result<(PathBuf, Duration, Duration), Error> {
+        if !(self.idle_s.is_finite() && self.idle_s >= 0.0) {
+            return Err(Error::Usage(format!("--idle-s {} is not a duration", self.idle_s)));
+        }
+        Ok((
+            self.sysfs_root.clone(),
+            Duration::from_millis(self.power_interval_ms),
+            Duration::from_secs_f64(self.idle_s),
+        ))
+    }
 }
 
 impl BenchArgs {
@@ -52,6 +82,7 @@ impl BenchArgs {
         if self.batch.contains(&0) {
             return Err(Error::Usage("--batch sizes must be at least 1".into()));
         }
+        let (sysfs_root, power_interval, idle) = self.power.settings()?;
         Ok(BenchConfig {
             backend: self.backend.clone(),
             batches: self.batch.clone(),
@@ -60,6 +91,9 @@ impl BenchArgs {
             duration: Duration::from_secs_f64(self.duration_s),
             min_iterations: self.min_iterations.max(1),
             input: (self.input != "synthetic").then(|| PathBuf::from(&self.input)),
+            sysfs_root,
+            power_interval,
+            idle,
         })
     }
 }

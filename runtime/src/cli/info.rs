@@ -8,12 +8,51 @@ use serde::Serialize;
 use super::emit;
 use crate::backend;
 use crate::metrics::host::Host;
+use crate::metrics::power::PowerSensors;
 
 #[derive(Args)]
 pub struct InfoArgs {
     /// Print as JSON (schema edgert.info/1).
     #[arg(long)]
     json: bool,
+    /// Root of sysfs for the power sensors (a fixture tree to test without a board).
+    #[arg(long, env = "EDGERT_SYSFS_ROOT", default_value = "/", value_name = "DIR")]
+    sysfs_root: std::path::PathBuf,
+}
+
+/// The board's power sensors and a reading of each, or why there are none.
+#[derive(Serialize)]
+struct PowerInfo {
+    available: bool,
+    reason: Option<String>,
+    source: Option<&'static str>,
+    total: Option<String>,
+    total_w: Option<f64>,
+    rails: Vec<(String, Option<f64>)>,
+}
+
+fn power(root: &std::path::Path) -> PowerInfo {
+    match PowerSensors::discover(root) {
+        Err(reason) => PowerInfo {
+            available: false,
+            reason: Some(reason),
+            source: None,
+            total: None,
+            total_w: None,
+            rails: vec![],
+        },
+        Ok(sensors) => {
+            let (watts, total_w) = sensors.read();
+            PowerInfo {
+                available: true,
+                reason: None,
+                source: Some(sensors.source),
+                total: Some(sensors.total_rail.clone().unwrap_or_else(|| "sum of rails".into())),
+                total_w,
+                rails: sensors.rails.iter().map(|r| r.name.clone()).zip(watts).collect(),
+            }
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -31,6 +70,7 @@ struct Info {
     version: &'static str,
     host: Host,
     backends: Vec<BackendStatus>,
+    power: PowerInfo,
 }
 
 pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
@@ -52,7 +92,13 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
         usable: false,
         reason: Some(format!("not compiled in (build with --features {feature})")),
     }));
-    let info = Info { schema: "edgert.info/1", version: crate::VERSION, host: Host::describe(), backends };
+    let info = Info {
+        schema: "edgert.info/1",
+        version: crate::VERSION,
+        host: Host::describe(),
+        backends,
+        power: power(&args.sysfs_root),
+    };
     if args.json {
         emit(&serde_json::to_string_pretty(&info)?)?;
         return Ok(ExitCode::SUCCESS);
@@ -70,5 +116,21 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
         emit(&format!("  {:<9} {state}", b.name))?;
     }
     emit("  (gpu picks the best usable GPU backend or fails; gpu-or-cpu falls back to cpu and says so)")?;
+    let p = &info.power;
+    match (&p.reason, p.total_w) {
+        (Some(reason), _) => emit(&format!("power    n/a: {reason}"))?,
+        (None, total) => {
+            let w = |w: Option<f64>| w.map_or("n/a".to_string(), |w| format!("{w:.2} W"));
+            emit(&format!(
+                "power    {} via {}: {}",
+                p.total.as_deref().unwrap_or(""),
+                p.source.unwrap_or(""),
+                w(total)
+            ))?;
+            for (name, watts) in &p.rails {
+                emit(&format!("  {name:<18} {}", w(*watts)))?;
+            }
+        }
+    }
     Ok(ExitCode::SUCCESS)
 }

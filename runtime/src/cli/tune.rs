@@ -45,6 +45,8 @@ pub struct TuneArgs {
     /// Also write the report as JSON (schema edgert.tune/1).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
+    #[command(flatten)]
+    power: super::bench::PowerArgs,
 }
 
 pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
@@ -54,6 +56,7 @@ pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
     let base = load_model(&args.model)?;
     let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;
     let data = Dataset::load(&args.data, &base, args.labels_csv.as_deref())?;
+    let (sysfs_root, power_interval, idle) = args.power.settings()?;
     let config = TuneConfig {
         backends: args.backends.clone(),
         budget: args.budget,
@@ -62,6 +65,9 @@ pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
         duration: Duration::from_secs_f64(args.duration_s),
         min_iterations: args.min_iterations.max(1),
         bench_input: Some(args.data.clone()),
+        sysfs_root,
+        power_interval,
+        idle,
     };
     let report = tune::tune(&base, &variants, &data, &config, &mut |step| eprintln!("edgert: {step}"))?;
     emit(text(&report).trim_end())?;
@@ -117,7 +123,9 @@ fn text(r: &TuneReport) -> String {
     for s in &r.skipped {
         out += &format!("skipped {} on {}: {}\n", s.variant, s.backend, s.reason);
     }
-    out += &format!("energy: {}\n", r.energy_note);
+    if let Some(note) = &r.energy_note {
+        out += &format!("energy: {note}\n");
+    }
     match r.pick {
         Some(i) => {
             out +=

@@ -2,4 +2,5 @@
 
 pub mod host;
 pub mod memory;
+pub mod power;
 pub mod stats;

@@ -27,6 +27,9 @@ pub struct TuneConfig {
     pub min_iterations: usize,
     /// What `bench` runs on: the data itself, or synthetic input when `None`.
     pub bench_input: Option<PathBuf>,
+    pub sysfs_root: PathBuf,
+    pub power_interval: Duration,
+    pub idle: Duration,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -37,7 +40,7 @@ pub struct Row {
     pub p50_ms: f64,
     pub p99_ms: f64,
     pub frames_per_s: f64,
-    /// Null until power telemetry exists (see `energy_note`); never estimated.
+    /// Energy per inference from the board's power sensors; null without them, never estimated.
     pub energy_mj: Option<f64>,
     /// Peak RSS while this variant ran (the peak is reset first); null where it cannot be reset.
     pub peak_rss_bytes: Option<u64>,
@@ -66,11 +69,9 @@ pub struct TuneReport {
     pub skipped: Vec<Skipped>,
     /// Index into `rows` of the fastest (p99) variant within budget.
     pub pick: Option<usize>,
-    pub energy_note: &'static str,
+    /// Why energy is missing, when it is.
+    pub energy_note: Option<String>,
 }
-
-const ENERGY_NOTE: &str =
-    "energy per inference needs the board's power sensors; edgert does not read them yet";
 
 /// Runs the matrix; the base model is always the first variant, so its own row is the baseline.
 pub fn tune(
@@ -86,6 +87,7 @@ pub fn tune(
     let reference_backend = config.backends[0].clone();
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
+    let mut energy_note = None;
     for model in std::iter::once(base).chain(variants) {
         let precision = inspect::precision(&model.proto);
         let variant = model.source_path().display().to_string();
@@ -120,10 +122,16 @@ pub fn tune(
                     duration: config.duration,
                     min_iterations: config.min_iterations,
                     input: config.bench_input.clone(),
+                    sysfs_root: config.sysfs_root.clone(),
+                    power_interval: config.power_interval,
+                    idle: config.idle,
                 },
                 &mut |_: &Progress| {},
             )?;
             let run = &report.runs[0];
+            if let Some(reason) = &run.power.reason {
+                energy_note.get_or_insert_with(|| reason.clone());
+            }
             let model_bytes =
                 std::fs::metadata(&model.onnx_path).map_err(|e| Error::read(&model.onnx_path, e))?.len();
             rows.push(Row {
@@ -133,7 +141,7 @@ pub fn tune(
                 p50_ms: run.stages.end_to_end.p50_ms,
                 p99_ms: run.stages.end_to_end.p99_ms,
                 frames_per_s: run.frames_per_s,
-                energy_mj: None,
+                energy_mj: run.power.energy_per_inference_mj,
                 peak_rss_bytes: if reset { run.peak_rss_bytes } else { None },
                 model_bytes,
                 accuracy_drop: (1.0 - validation.gate.value).max(0.0),
@@ -157,6 +165,6 @@ pub fn tune(
         rows,
         skipped,
         pick,
-        energy_note: ENERGY_NOTE,
+        energy_note,
     })
 }

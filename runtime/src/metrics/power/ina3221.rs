@@ -1,0 +1,71 @@
+//! Finding INA3221 channels in sysfs. Channels labelled `NC` (not connected) and the shunt-sum
+//! channel (7, or a label starting with "sum") are skipped.
+
+use std::path::{Path, PathBuf};
+
+use super::{Rail, Reading};
+
+fn read_trimmed(path: &Path) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
+}
+
+fn skipped(label: &str, channel: u32) -> bool {
+    label.is_empty()
+        || label.eq_ignore_ascii_case("NC")
+        || label.to_lowercase().starts_with("sum")
+        || channel >= 7
+}
+
+fn entries(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+/// JetPack 5/6: every `hwmon*` named `ina3221` (AGX Orin has two), rails from `inN_label`.
+pub fn hwmon(root: &Path) -> Option<(Vec<Rail>, Option<u64>)> {
+    let mut rails = Vec::new();
+    let mut interval = None;
+    for dir in entries(&root.join("sys/class/hwmon")) {
+        if read_trimmed(&dir.join("name")).as_deref() != Some("ina3221") {
+            continue;
+        }
+        interval =
+            interval.or_else(|| read_trimmed(&dir.join("update_interval")).and_then(|v| v.parse().ok()));
+        for channel in 1..=8 {
+            let Some(label) = read_trimmed(&dir.join(format!("in{channel}_label"))) else { continue };
+            if skipped(&label, channel) {
+                continue;
+            }
+            let millivolts = dir.join(format!("in{channel}_input"));
+            let milliamps = dir.join(format!("curr{channel}_input"));
+            if millivolts.exists() && milliamps.exists() {
+                rails.push(Rail { name: label, reading: Reading::VoltsAmps { millivolts, milliamps } });
+            }
+        }
+    }
+    (!rails.is_empty()).then_some((rails, interval))
+}
+
+/// JetPack 4: IIO devices named `ina3221x`, rails from `rail_name_N`, power in `in_powerN_input`.
+pub fn iio(root: &Path) -> Option<Vec<Rail>> {
+    let mut rails = Vec::new();
+    for dir in entries(&root.join("sys/bus/iio/devices")) {
+        if !read_trimmed(&dir.join("name")).is_some_and(|n| n.starts_with("ina3221")) {
+            continue;
+        }
+        for channel in 0..8 {
+            let Some(label) = read_trimmed(&dir.join(format!("rail_name_{channel}"))) else { continue };
+            if skipped(&label, channel) {
+                continue;
+            }
+            let power = dir.join(format!("in_power{channel}_input"));
+            if power.exists() {
+                rails.push(Rail { name: label, reading: Reading::Milliwatts(power) });
+            }
+        }
+    }
+    (!rails.is_empty()).then_some(rails)
+}

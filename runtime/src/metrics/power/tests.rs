@@ -1,0 +1,89 @@
+use std::path::{Path, PathBuf};
+
+use super::*;
+
+fn fixture(board: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs").join(board)
+}
+
+fn names(s: &PowerSensors) -> Vec<&str> {
+    s.rails.iter().map(|r| r.name.as_str()).collect()
+}
+
+#[test]
+fn jetson_nano_jetpack_4_iio_in_milliwatts() {
+    let s = PowerSensors::discover(&fixture("jetson-nano-jp4")).unwrap();
+    assert_eq!(s.source, "ina3221x iio");
+    assert_eq!(names(&s), ["POM_5V_IN", "POM_5V_GPU", "POM_5V_CPU"]);
+    assert_eq!(s.total_rail.as_deref(), Some("POM_5V_IN"));
+    let (watts, total) = s.read();
+    assert_eq!(watts, [Some(2.52), Some(0.04), Some(0.603)]);
+    assert_eq!(total, Some(2.52));
+}
+
+#[test]
+fn xavier_nx_jetpack_5_hwmon_volts_times_amps_without_the_sum_channel() {
+    let s = PowerSensors::discover(&fixture("xavier-nx-jp5")).unwrap();
+    assert_eq!(s.source, "ina3221 hwmon");
+    assert_eq!(names(&s), ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"]);
+    assert_eq!(s.update_interval_ms, Some(140));
+    let (_, total) = s.read();
+    assert!((total.unwrap() - 5.008 * 1.040).abs() < 1e-9);
+}
+
+#[test]
+fn orin_nano_jetpack_6_totals_on_vdd_in() {
+    let s = PowerSensors::discover(&fixture("orin-nano-jp6")).unwrap();
+    assert_eq!(s.total_rail.as_deref(), Some("VDD_IN"));
+    assert!((s.read().1.unwrap() - 5.072 * 1.192).abs() < 1e-9);
+}
+
+#[test]
+fn agx_orin_two_sensors_no_input_rail_totals_the_rails() {
+    let s = PowerSensors::discover(&fixture("agx-orin-jp6")).unwrap();
+    assert_eq!(names(&s), ["VDD_GPU_SOC", "VDD_CPU_CV", "VIN_SYS_5V0", "VDDQ_VDD2_1V8AO"]);
+    assert_eq!(s.total_rail, None, "the total is the sum of rails");
+    let expected = 5.008 * 1.2 + 5.008 * 0.4 + 5.0 * 0.6 + 5.0 * 0.2;
+    assert!((s.read().1.unwrap() - expected).abs() < 1e-9);
+}
+
+#[test]
+fn no_sensors_is_an_error_that_says_where_it_looked() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = PowerSensors::discover(dir.path()).unwrap_err();
+    assert!(
+        err.contains("no INA3221 power sensors") && err.contains(&dir.path().display().to_string()),
+        "{err}"
+    );
+}
+
+/// Copies a fixture tree so a test can break it.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn a_sensor_that_vanishes_or_returns_garbage_is_skipped_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("agx-orin-jp6"), dir.path());
+    let s = PowerSensors::discover(dir.path()).unwrap();
+    let hwmon1 = dir.path().join("sys/class/hwmon/hwmon1");
+    std::fs::remove_file(hwmon1.join("curr2_input")).unwrap();
+    std::fs::write(hwmon1.join("in3_input"), "garbage\n").unwrap();
+    let (watts, total) = s.read();
+    assert_eq!(watts[1], None);
+    assert_eq!(watts[2], None);
+    assert!(watts[0].is_some() && watts[3].is_some());
+    assert_eq!(total, None, "a sum with a missing rail is not a total");
+    let err = s.rails[2].watts().unwrap_err();
+    assert!(err.contains("in3_input") && err.contains("not a number"), "{err}");
+}
