@@ -94,7 +94,7 @@ impl PowerProbe {
 
     /// Starts sampling, when there are sensors.
     pub fn start(&self) -> Option<Sampler> {
-        self.sensors.as_ref().ok().map(|s| Sampler::start(s.clone(), self.epoch, self.interval))
+        self.sensors.as_ref().ok().map(|s| Sampler::start(s, self.epoch, self.interval))
     }
 
     /// The report for the window `start..end` (seconds since the epoch) holding `inferences`.

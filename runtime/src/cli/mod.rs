@@ -4,6 +4,7 @@
 mod bench;
 mod info;
 mod inspect;
+mod measure_args;
 mod run;
 mod tune;
 mod validate;

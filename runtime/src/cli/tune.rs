@@ -2,10 +2,10 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Args;
 
+use super::measure_args::{PowerArgs, TimingArgs};
 use super::{emit, load_model, parse_budget};
 use crate::tune::{self, plot, TuneConfig, TuneReport};
 use crate::validate::data::Dataset;
@@ -30,15 +30,8 @@ pub struct TuneArgs {
     /// Backends to try, comma-separated; the first also runs the base for validation.
     #[arg(long, value_delimiter = ',', default_value = "cpu")]
     backends: Vec<String>,
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    threads: u16,
-    #[arg(long, default_value_t = 200, value_name = "MS")]
-    warmup_ms: u64,
-    /// Benchmark each variant at least this long.
-    #[arg(long, default_value_t = 3.0, value_name = "S")]
-    duration_s: f64,
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    min_iterations: usize,
+    #[command(flatten)]
+    timing: TimingArgs,
     /// Draw accuracy drop against p99 with the Pareto front (SVG).
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
@@ -46,13 +39,11 @@ pub struct TuneArgs {
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     #[command(flatten)]
-    power: super::bench::PowerArgs,
+    power: PowerArgs,
 }
 
 pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
-    if !(args.duration_s.is_finite() && args.duration_s >= 0.0) {
-        return Err(Error::Usage(format!("--duration-s {} is not a duration", args.duration_s)).into());
-    }
+    let timing = args.timing.settings()?;
     let base = load_model(&args.model)?;
     let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;
     let data = Dataset::load(&args.data, &base, args.labels_csv.as_deref())?;
@@ -60,10 +51,10 @@ pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
     let config = TuneConfig {
         backends: args.backends.clone(),
         budget: args.budget,
-        threads: args.threads as usize,
-        warmup: Duration::from_millis(args.warmup_ms),
-        duration: Duration::from_secs_f64(args.duration_s),
-        min_iterations: args.min_iterations.max(1),
+        threads: timing.threads,
+        warmup: timing.warmup,
+        duration: timing.duration,
+        min_iterations: timing.min_iterations,
         bench_input: Some(args.data.clone()),
         sysfs_root,
         power_interval,

@@ -45,12 +45,67 @@ impl Rail {
 
 fn read_number(path: &Path) -> Result<f64, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    parse_number(path, &text)
+}
+
+fn parse_number(path: &Path, text: &str) -> Result<f64, String> {
     let value: f64 =
         text.trim().parse().map_err(|_| format!("{}: not a number: {:?}", path.display(), text.trim()))?;
     if value.is_finite() && value >= 0.0 {
         Ok(value)
     } else {
         Err(format!("{}: implausible reading {value}", path.display()))
+    }
+}
+
+/// A sensor file kept open and re-read from offset 0: one `pread` a reading instead of
+/// open, read and close, which keeps the sampler cheap at 100 Hz.
+struct OpenFile {
+    path: PathBuf,
+    file: Option<std::fs::File>,
+}
+
+impl OpenFile {
+    fn new(path: &Path) -> OpenFile {
+        OpenFile { path: path.to_owned(), file: std::fs::File::open(path).ok() }
+    }
+
+    fn number(&self) -> Result<f64, String> {
+        use std::os::unix::fs::FileExt;
+        let file = self.file.as_ref().ok_or_else(|| format!("{}: cannot open", self.path.display()))?;
+        let mut buffer = [0u8; 32];
+        let n = file.read_at(&mut buffer, 0).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        parse_number(&self.path, &String::from_utf8_lossy(&buffer[..n]))
+    }
+}
+
+enum OpenReading {
+    Milliwatts(OpenFile),
+    VoltsAmps(OpenFile, OpenFile),
+}
+
+/// The sensors with their files open, for sampling.
+pub struct OpenSensors {
+    readings: Vec<OpenReading>,
+    total: Option<usize>,
+}
+
+impl OpenSensors {
+    /// Watts per rail (`None` for a rail that failed) and the total, as `PowerSensors::read`.
+    pub fn read(&self) -> (Vec<Option<f64>>, Option<f64>) {
+        let watts: Vec<Option<f64>> = self
+            .readings
+            .iter()
+            .map(|r| match r {
+                OpenReading::Milliwatts(f) => f.number().ok().map(|mw| mw / 1e3),
+                OpenReading::VoltsAmps(v, a) => Some(v.number().ok()? * a.number().ok()? / 1e6),
+            })
+            .collect();
+        let total = match self.total {
+            Some(i) => watts[i],
+            None => watts.iter().copied().sum::<Option<f64>>(),
+        };
+        (watts, total)
     }
 }
 
@@ -85,6 +140,22 @@ impl PowerSensors {
         let total_rail =
             TOTAL_RAILS.iter().find(|t| rails.iter().any(|r| r.name == **t)).map(|t| t.to_string());
         Ok(PowerSensors { source, rails, total_rail, update_interval_ms })
+    }
+
+    /// Opens every sensor file once, for repeated reading.
+    pub fn open(&self) -> OpenSensors {
+        let readings = self
+            .rails
+            .iter()
+            .map(|r| match &r.reading {
+                Reading::Milliwatts(p) => OpenReading::Milliwatts(OpenFile::new(p)),
+                Reading::VoltsAmps { millivolts, milliamps } => {
+                    OpenReading::VoltsAmps(OpenFile::new(millivolts), OpenFile::new(milliamps))
+                }
+            })
+            .collect();
+        let total = self.total_rail.as_ref().and_then(|t| self.rails.iter().position(|r| &r.name == t));
+        OpenSensors { readings, total }
     }
 
     /// Watts per rail now (`None` for a rail that failed), and the total.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use super::PowerSensors;
+use super::{OpenSensors, PowerSensors};
 
 /// One reading: seconds since the epoch, watts per rail (`None` for a failed rail), total.
 #[derive(Debug, Clone, PartialEq)]
@@ -20,9 +20,9 @@ pub trait PowerReader: Send {
     fn read(&mut self) -> (Vec<Option<f64>>, Option<f64>);
 }
 
-impl PowerReader for PowerSensors {
+impl PowerReader for OpenSensors {
     fn read(&mut self) -> (Vec<Option<f64>>, Option<f64>) {
-        PowerSensors::read(self)
+        OpenSensors::read(self)
     }
 }
 
@@ -78,7 +78,8 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    pub fn start(mut sensors: PowerSensors, epoch: Instant, interval: Duration) -> Sampler {
+    pub fn start(sensors: &PowerSensors, epoch: Instant, interval: Duration) -> Sampler {
+        let mut sensors = sensors.open();
         let (rails, total) = sensors.read();
         let first = PowerSample { t: epoch.elapsed().as_secs_f64(), rails, total };
         let stop = Arc::new(AtomicBool::new(false));
@@ -158,7 +159,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/orin-nano-jp6");
         let sensors = PowerSensors::discover(&dir).unwrap();
         let epoch = Instant::now();
-        let sampler = Sampler::start(sensors, epoch, Duration::from_millis(5));
+        let sampler = Sampler::start(&sensors, epoch, Duration::from_millis(5));
         std::thread::sleep(Duration::from_millis(60));
         let stopped_at = epoch.elapsed().as_secs_f64();
         let samples = sampler.finish();

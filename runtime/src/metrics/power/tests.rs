@@ -19,6 +19,7 @@ fn jetson_nano_jetpack_4_iio_in_milliwatts() {
     let (watts, total) = s.read();
     assert_eq!(watts, [Some(2.52), Some(0.04), Some(0.603)]);
     assert_eq!(total, Some(2.52));
+    assert_eq!(s.open().read(), (watts, total), "open files read the same");
 }
 
 #[test]
@@ -79,11 +80,12 @@ fn a_sensor_that_vanishes_or_returns_garbage_is_skipped_not_fatal() {
     let hwmon1 = dir.path().join("sys/class/hwmon/hwmon1");
     std::fs::remove_file(hwmon1.join("curr2_input")).unwrap();
     std::fs::write(hwmon1.join("in3_input"), "garbage\n").unwrap();
-    let (watts, total) = s.read();
-    assert_eq!(watts[1], None);
-    assert_eq!(watts[2], None);
-    assert!(watts[0].is_some() && watts[3].is_some());
-    assert_eq!(total, None, "a sum with a missing rail is not a total");
+    for (watts, total) in [s.read(), s.open().read()] {
+        assert_eq!(watts[1], None);
+        assert_eq!(watts[2], None);
+        assert!(watts[0].is_some() && watts[3].is_some());
+        assert_eq!(total, None, "a sum with a missing rail is not a total");
+    }
     let err = s.rails[2].watts().unwrap_err();
     assert!(err.contains("in3_input") && err.contains("not a number"), "{err}");
 }

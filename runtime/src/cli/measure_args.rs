@@ -1,0 +1,74 @@
+//! Flags shared by the commands that measure (`bench`, `tune`): timing and power sensing.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::Error;
+
+/// How long and on how many threads to measure.
+#[derive(Args, Clone)]
+pub struct TimingArgs {
+    /// Intra-op threads.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: u16,
+    /// Warm-up before measuring, per batch size or variant.
+    #[arg(long, default_value_t = 200, value_name = "MS")]
+    warmup_ms: u64,
+    /// Measure at least this long, per batch size or variant.
+    #[arg(long, default_value_t = 3.0, value_name = "S")]
+    duration_s: f64,
+    /// And at least this many iterations.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    min_iterations: usize,
+}
+
+pub struct Timing {
+    pub threads: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+    pub min_iterations: usize,
+}
+
+impl TimingArgs {
+    pub fn settings(&self) -> Result<Timing, Error> {
+        if !(self.duration_s.is_finite() && self.duration_s >= 0.0) {
+            return Err(Error::Usage(format!("--duration-s {} is not a duration", self.duration_s)));
+        }
+        Ok(Timing {
+            threads: self.threads as usize,
+            warmup: Duration::from_millis(self.warmup_ms),
+            duration: Duration::from_secs_f64(self.duration_s),
+            min_iterations: self.min_iterations.max(1),
+        })
+    }
+}
+
+/// Where and how to read the board's power sensors.
+#[derive(Args, Clone)]
+pub struct PowerArgs {
+    /// Root of sysfs for the power sensors (a fixture tree to test without a board).
+    #[arg(long, env = "EDGERT_SYSFS_ROOT", default_value = "/", value_name = "DIR")]
+    sysfs_root: PathBuf,
+    /// Power sampling interval (never faster than the sensors' own update interval).
+    #[arg(long, default_value_t = 10, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    power_interval_ms: u64,
+    /// Idle power is measured this long before the first batch.
+    #[arg(long, default_value_t = 0.5, value_name = "S")]
+    idle_s: f64,
+}
+
+impl PowerArgs {
+    /// (sysfs root, sampling interval, idle time).
+    pub fn settings(&self) -> Result<(PathBuf, Duration, Duration), Error> {
+        if !(self.idle_s.is_finite() && self.idle_s >= 0.0) {
+            return Err(Error::Usage(format!("--idle-s {} is not a duration", self.idle_s)));
+        }
+        Ok((
+            self.sysfs_root.clone(),
+            Duration::from_millis(self.power_interval_ms),
+            Duration::from_secs_f64(self.idle_s),
+        ))
+    }
+}
