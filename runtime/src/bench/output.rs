@@ -69,7 +69,8 @@ pub fn text(report: &BenchReport) -> String {
     out
 }
 
-pub fn write_json(report: &BenchReport, path: &Path) -> Result<()> {
+/// Writes any report as pretty JSON with a final newline.
+pub fn write_json(report: &impl serde::Serialize, path: &Path) -> Result<()> {
     let json = serde_json::to_string_pretty(report).expect("reports serialize");
     std::fs::write(path, json + "\n")
         .map_err(|e| Error::Write { path: path.to_owned(), reason: e.to_string() })

@@ -6,10 +6,9 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::measure_args::{PowerArgs, TimingArgs};
-use super::{emit, load_model, parse_budget};
+use super::validate::DataArgs;
+use super::{emit, load_model};
 use crate::tune::{self, plot, TuneConfig, TuneReport};
-use crate::validate::data::Dataset;
-use crate::Error;
 
 #[derive(Args)]
 pub struct TuneArgs {
@@ -19,14 +18,8 @@ pub struct TuneArgs {
     /// Variants to try, comma-separated (manifests or .onnx).
     #[arg(long, value_delimiter = ',', required = true, value_name = "V1,V2,...")]
     variants: Vec<PathBuf>,
-    /// Validation data: .npz with `x`/`y`, or an image folder.
-    #[arg(long, value_name = "PATH")]
-    data: PathBuf,
-    #[arg(long, value_name = "FILE")]
-    labels_csv: Option<PathBuf>,
-    /// Quality a variant may lose, in percent.
-    #[arg(long, default_value = "1%", value_parser = parse_budget)]
-    budget: f64,
+    #[command(flatten)]
+    data: DataArgs,
     /// Backends to try, comma-separated; the first also runs the base for validation.
     #[arg(long, value_delimiter = ',', default_value = "cpu")]
     backends: Vec<String>,
@@ -46,16 +39,16 @@ pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
     let timing = args.timing.settings()?;
     let base = load_model(&args.model)?;
     let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;
-    let data = Dataset::load(&args.data, &base, args.labels_csv.as_deref())?;
+    let data = args.data.load(&base)?;
     let (sysfs_root, power_interval, idle) = args.power.settings()?;
     let config = TuneConfig {
         backends: args.backends.clone(),
-        budget: args.budget,
+        budget: args.data.budget,
         threads: timing.threads,
         warmup: timing.warmup,
         duration: timing.duration,
         min_iterations: timing.min_iterations,
-        bench_input: Some(args.data.clone()),
+        bench_input: Some(args.data.data.clone()),
         sysfs_root,
         power_interval,
         idle,
@@ -66,8 +59,7 @@ pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
         plot::write_svg(&report, path)?;
     }
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&report)? + "\n";
-        std::fs::write(path, json).map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
+        crate::bench::output::write_json(&report, path)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -7,7 +7,6 @@ use clap::Args;
 
 use super::{emit, load_model, parse_budget};
 use crate::validate::{self, data::Dataset, ValidateConfig, ValidateReport};
-use crate::Error;
 
 /// The exit code of a candidate over budget, for deployment scripts to gate on.
 pub const OVER_BUDGET: u8 = 3;
@@ -20,15 +19,8 @@ pub struct ValidateArgs {
     /// The model to judge: INT8, pruned, another backend's build.
     #[arg(long, value_name = "M")]
     candidate: PathBuf,
-    /// An .npz with `x` (and `y` labels), or a folder of images labelled by sub-folder or CSV.
-    #[arg(long, value_name = "PATH")]
-    data: PathBuf,
-    /// For an image folder: `file,label` rows (label: class id or name).
-    #[arg(long, value_name = "FILE")]
-    labels_csv: Option<PathBuf>,
-    /// Quality the candidate may lose, in percent of the reference's (MLPerf keeps 99 %: 1%).
-    #[arg(long, default_value = "1%", value_parser = parse_budget)]
-    budget: f64,
+    #[command(flatten)]
+    data: DataArgs,
     #[arg(long, default_value = "cpu")]
     reference_backend: String,
     #[arg(long, default_value = "cpu")]
@@ -40,21 +32,41 @@ pub struct ValidateArgs {
     json: Option<PathBuf>,
 }
 
+/// The labelled data to judge on, and how much quality may be lost: shared with `tune`.
+#[derive(Args)]
+pub struct DataArgs {
+    /// An .npz with `x` (and `y` labels), or a folder of images labelled by sub-folder or CSV.
+    #[arg(long, value_name = "PATH")]
+    pub data: PathBuf,
+    /// For an image folder: `file,label` rows (label: class id or name).
+    #[arg(long, value_name = "FILE")]
+    labels_csv: Option<PathBuf>,
+    /// Quality the candidate may lose, in percent of the reference's (MLPerf keeps 99 %: 1%).
+    #[arg(long, default_value = "1%", value_parser = parse_budget)]
+    pub budget: f64,
+}
+
+impl DataArgs {
+    /// The data set, checked against the model it is judged by.
+    pub fn load(&self, model: &crate::model::Model) -> crate::Result<Dataset> {
+        Dataset::load(&self.data, model, self.labels_csv.as_deref())
+    }
+}
+
 pub fn main(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     let reference = load_model(&args.reference)?;
     let candidate = load_model(&args.candidate)?;
-    let data = Dataset::load(&args.data, &reference, args.labels_csv.as_deref())?;
+    let data = args.data.load(&reference)?;
     let config = ValidateConfig {
         reference_backend: args.reference_backend.clone(),
         candidate_backend: args.candidate_backend.clone(),
         threads: args.threads as usize,
-        budget: args.budget,
+        budget: args.data.budget,
     };
     let report = validate::validate(&reference, &candidate, &data, &config)?;
     emit(text(&report).trim_end())?;
     if let Some(path) = &args.json {
-        let json = serde_json::to_string_pretty(&report)? + "\n";
-        std::fs::write(path, json).map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
+        crate::bench::output::write_json(&report, path)?;
     }
     Ok(if report.gate.within_budget { ExitCode::SUCCESS } else { ExitCode::from(OVER_BUDGET) })
 }
