@@ -1,12 +1,15 @@
-//! CPU cost of the power sampler: samples a sysfs tree at an interval for a while and reports the
-//! process CPU time as a share of one core, against the same wait without sampling.
+//! CPU cost of the samplers a bench runs: power at an interval, then power plus telemetry (memory,
+//! clocks, temperatures; every 250 ms by default, as `bench`), each as the process CPU time as a
+//! share of one core, against the same wait without sampling.
 //!
-//!     cargo run --release --example sampler_overhead -- SYSFS_ROOT [INTERVAL_MS] [SECONDS]
+//!     cargo run --release --example sampler_overhead -- SYSFS_ROOT [INTERVAL_MS] [SECONDS] [TELEMETRY_MS]
 
 use std::time::{Duration, Instant};
 
+use edgert::metrics::periodic::Periodic;
 use edgert::metrics::power::sampler::Sampler;
 use edgert::metrics::power::PowerSensors;
+use edgert::metrics::telemetry::Telemetry;
 
 /// User + system CPU seconds of this process, from /proc/self/stat (fields 14 and 15, in ticks).
 fn cpu_seconds() -> f64 {
@@ -26,19 +29,26 @@ fn share_of_one_core(run: impl FnOnce()) -> (f64, f64) {
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let Some(root) = args.get(1) else {
-        eprintln!("usage: sampler_overhead SYSFS_ROOT [INTERVAL_MS] [SECONDS]");
+        eprintln!("usage: sampler_overhead SYSFS_ROOT [INTERVAL_MS] [SECONDS] [TELEMETRY_MS]");
         std::process::exit(2);
     };
     let interval = Duration::from_millis(args.get(2).map_or(10, |v| v.parse().expect("INTERVAL_MS")));
     let seconds = Duration::from_secs_f64(args.get(3).map_or(10.0, |v| v.parse().expect("SECONDS")));
+    let every = Duration::from_millis(args.get(4).map_or(250, |v| v.parse().expect("TELEMETRY_MS")));
     let sensors = PowerSensors::discover(std::path::Path::new(root)).unwrap_or_else(|e| {
         eprintln!("sampler_overhead: {e}");
         std::process::exit(2);
     });
     let (idle, _) = share_of_one_core(|| std::thread::sleep(seconds));
+    let start_power = || {
+        Sampler::start(&sensors, Instant::now(), interval).unwrap_or_else(|e| {
+            eprintln!("sampler_overhead: {e}");
+            std::process::exit(1);
+        })
+    };
     let mut samples = 0;
     let (sampling, wall) = share_of_one_core(|| {
-        let sampler = Sampler::start(&sensors, Instant::now(), interval);
+        let sampler = start_power();
         std::thread::sleep(seconds);
         samples = sampler.finish().len();
     });
@@ -48,5 +58,20 @@ fn main() {
         sensors.rails.len(),
         interval.as_millis(),
         samples as f64 / wall
+    );
+    let telemetry = std::sync::Arc::new(Telemetry::open(std::path::Path::new(root)));
+    let mut snapshots = 0;
+    let (both, _) = share_of_one_core(|| {
+        let power = start_power();
+        let reader = telemetry.clone();
+        let periodic = Periodic::start("telemetry", Instant::now(), every, move || reader.snapshot())
+            .expect("a thread starts");
+        std::thread::sleep(seconds);
+        samples = power.finish().len();
+        snapshots = periodic.finish().len();
+    });
+    println!(
+        "  plus telemetry every {} ms: {samples} power samples and {snapshots} snapshots; CPU {both:.3} % of one core",
+        every.as_millis()
     );
 }

@@ -34,6 +34,9 @@ pub enum Error {
     /// A failure while running a model that loaded fine.
     #[error("{}: inference failed: {reason}", path.display())]
     Inference { path: PathBuf, reason: String },
+    /// A network address that cannot be served (in use, not permitted).
+    #[error("{address}: cannot serve: {reason}")]
+    Serve { address: String, reason: String },
     /// A failure to write results.
     #[error("{}: cannot write: {reason}", path.display())]
     Write { path: PathBuf, reason: String },
@@ -43,7 +46,10 @@ impl Error {
     /// 2 for bad input (files, flags, models), 1 for a failure while running.
     pub fn exit_code(&self) -> u8 {
         match self {
-            Error::BackendUnavailable { .. } | Error::Inference { .. } | Error::Write { .. } => 1,
+            Error::BackendUnavailable { .. }
+            | Error::Inference { .. }
+            | Error::Write { .. }
+            | Error::Serve { .. } => 1,
             _ => 2,
         }
     }

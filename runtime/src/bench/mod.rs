@@ -6,12 +6,16 @@ pub mod power;
 pub mod report;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use image::DynamicImage;
 
 use crate::backend::{self, PrepareOptions};
 use crate::capture::{self, npz::TensorSet, synthetic};
+use crate::metrics::periodic::Periodic;
+use crate::metrics::provenance::Provenance;
+use crate::metrics::telemetry::{run::RunTelemetry, Telemetry};
 use crate::metrics::{host::Host, memory, stats::LatencyStats};
 use crate::model::{inspect, Model};
 use crate::pipeline::{Pipeline, Sample};
@@ -31,12 +35,20 @@ pub struct BenchConfig {
     pub min_iterations: usize,
     /// `None` for synthetic input.
     pub input: Option<PathBuf>,
-    /// Where sysfs is, for the power sensors (`/` on a board, a fixture tree in tests).
+    pub sensing: Sensing,
+}
+
+/// How to read the board while measuring.
+#[derive(Debug, Clone)]
+pub struct Sensing {
+    /// Where sysfs, procfs and `/etc` are (`/` on a board, a fixture tree in tests).
     pub sysfs_root: PathBuf,
     /// Power sampling interval (raised to the sensors' own update interval).
     pub power_interval: Duration,
     /// Idle power is measured this long before the first batch.
     pub idle: Duration,
+    /// Memory, clock and temperature sampling interval.
+    pub telemetry_interval: Duration,
 }
 
 /// Where a run stands, for a progress line.
@@ -99,7 +111,9 @@ pub fn run(
     if samples.is_empty() {
         return Err(Error::Usage("the input holds no samples".into()));
     }
-    let probe = power::PowerProbe::new(&config.sysfs_root, config.power_interval, config.idle);
+    let sensing = &config.sensing;
+    let probe = power::PowerProbe::new(&sensing.sysfs_root, sensing.power_interval, sensing.idle);
+    let telemetry = Arc::new(Telemetry::open(&sensing.sysfs_root));
     let mut runs = Vec::new();
     let mut warnings = Vec::new();
     let mut backend_info = None;
@@ -114,7 +128,8 @@ pub fn run(
             name: pipeline.backend.clone(),
             fallback: pipeline.fallback.clone(),
         });
-        let run = measure(&mut pipeline, &samples, config, &probe, load_ms, progress)?;
+        let run = measure(&mut pipeline, &samples, config, &probe, &telemetry, load_ms, progress)?;
+        warnings.extend(run.telemetry.warnings().into_iter().map(|w| format!("batch {batch}: {w}")));
         for (stage, stats) in run.stages.named() {
             if stats.cov > COV_WARNING && matches!(stage, "inference" | "end_to_end") {
                 warnings.push(format!(
@@ -126,6 +141,7 @@ pub fn run(
         runs.push(run);
     }
     let backend = backend_info.expect("at least one batch ran");
+    let facts = inspect::inspect(model)?;
     if let Some(reason) = &backend.fallback {
         warnings.push(format!("backend {}: {reason}", backend.requested));
     }
@@ -136,6 +152,7 @@ pub fn run(
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
         host: Host::describe(),
+        provenance: Provenance::read(&sensing.sysfs_root),
         model: ModelInfo {
             path: model.source_path().display().to_string(),
             sha256: model.sha256.clone(),
@@ -143,6 +160,8 @@ pub fn run(
             precision: inspect::precision(&model.proto).to_string(),
             input_name: model.manifest.input.name.clone(),
             input_shape: model.input_shape(1),
+            file_bytes: facts.file_bytes,
+            weight_bytes: facts.weight_bytes.values().sum(),
         },
         backend,
         threads: config.threads,
@@ -186,6 +205,7 @@ fn measure(
     samples: &[Sample],
     config: &BenchConfig,
     probe: &power::PowerProbe,
+    telemetry: &Arc<Telemetry>,
     load_ms: f64,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<BatchRun> {
@@ -200,6 +220,12 @@ fn measure(
     }
     let (mut pre, mut inf, mut post, mut total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     let sampler = probe.start();
+    let reader = telemetry.clone();
+    let snapshots =
+        Periodic::start("edgert-telemetry", probe.epoch(), config.sensing.telemetry_interval, move || {
+            reader.snapshot()
+        })
+        .ok();
     let window_start = probe.now();
     let started = Instant::now();
     let mut last_report = started;
@@ -216,7 +242,9 @@ fn measure(
     }
     let elapsed = started.elapsed().as_secs_f64();
     let window_end = probe.now();
-    let power_samples = sampler.map(|s| s.finish()).unwrap_or_default();
+    let power_samples = sampler.map(|s| s.finish());
+    // A sampler that could not start leaves the telemetry empty, not the run failed.
+    let snapshots = snapshots.map(Periodic::finish).unwrap_or_default();
     let stats = |v: &[f64]| LatencyStats::from_ms(v).expect("at least one iteration");
     let iterations = total.len();
     Ok(BatchRun {
@@ -228,7 +256,8 @@ fn measure(
         inferences_per_s: iterations as f64 / elapsed,
         frames_per_s: (iterations * batch) as f64 / elapsed,
         peak_rss_bytes: memory::peak_rss_bytes(),
-        power: probe.report(&power_samples, window_start, window_end, iterations),
+        power: probe.report(power_samples, window_start, window_end, iterations),
+        telemetry: RunTelemetry::summarize(telemetry.source(), &snapshots, window_start),
         stages: Stages {
             preprocess: stats(&pre),
             inference: stats(&inf),

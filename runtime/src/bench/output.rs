@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use super::report::BenchReport;
+use super::report::{BatchRun, BenchReport};
+use crate::metrics::stats::LatencyStats;
+use crate::metrics::telemetry::run::RunTelemetry;
 use crate::{Error, Result};
 
 pub fn text(report: &BenchReport) -> String {
@@ -17,6 +19,18 @@ pub fn text(report: &BenchReport) -> String {
         report.backend.name,
         report.threads,
         report.input
+    );
+    let p = &report.provenance;
+    let or_na = |v: &Option<String>| v.clone().unwrap_or_else(|| "n/a".into());
+    out += &format!(
+        "board {}, L4T {}, power mode {}, CUDA {}, TensorRT {}; edgert {} (git {})\n",
+        p.board.as_deref().unwrap_or("none"),
+        or_na(&p.l4t),
+        or_na(&p.nvpmodel),
+        or_na(&p.cuda),
+        or_na(&p.tensorrt),
+        p.edgert_version,
+        p.edgert_git
     );
     out += &format!("model read {:.1} ms\n", report.model_read_ms);
     for run in &report.runs {
@@ -52,6 +66,7 @@ pub fn text(report: &BenchReport) -> String {
             run.inferences_per_s, run.frames_per_s
         );
         out += &power_line(&run.power);
+        out += &telemetry_lines(&run.telemetry);
     }
     if report.runs.len() > 1 {
         out += "\nbatch sweep\n  batch   frames/s   p99 end-to-end (ms)   p99 per frame (ms)\n";
@@ -76,49 +91,98 @@ pub fn write_json(report: &impl serde::Serialize, path: &Path) -> Result<()> {
         .map_err(|e| Error::Write { path: path.to_owned(), reason: e.to_string() })
 }
 
+/// A column of the CSV: its header and how to read it from a run and a stage.
+type Column = (&'static str, fn(&BenchReport, &BatchRun, &LatencyStats) -> String);
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+/// Stage statistics, then the run's throughput, memory, power, clocks, temperatures and provenance
+/// (repeated on each stage's row, so every row stands alone in a spreadsheet).
+const COLUMNS: &[Column] = &[
+    ("batch", |_, r, _| r.batch.to_string()),
+    ("stage", |_, _, _| String::new()),
+    ("count", |_, _, s| s.count.to_string()),
+    ("min_ms", |_, _, s| s.min_ms.to_string()),
+    ("mean_ms", |_, _, s| s.mean_ms.to_string()),
+    ("p50_ms", |_, _, s| s.p50_ms.to_string()),
+    ("p90_ms", |_, _, s| s.p90_ms.to_string()),
+    ("p95_ms", |_, _, s| s.p95_ms.to_string()),
+    ("p99_ms", |_, _, s| s.p99_ms.to_string()),
+    ("max_ms", |_, _, s| s.max_ms.to_string()),
+    ("cov", |_, _, s| s.cov.to_string()),
+    ("inferences_per_s", |_, r, _| r.inferences_per_s.to_string()),
+    ("frames_per_s", |_, r, _| r.frames_per_s.to_string()),
+    ("peak_rss_bytes", |_, r, _| opt(r.peak_rss_bytes)),
+    ("power_mean_w", |_, r, _| opt(r.power.mean_w)),
+    ("power_peak_w", |_, r, _| opt(r.power.peak_w)),
+    ("energy_per_inference_mj", |_, r, _| opt(r.power.energy_per_inference_mj)),
+    ("energy_above_idle_per_inference_mj", |_, r, _| opt(r.power.energy_above_idle_per_inference_mj)),
+    ("memory_used_max_bytes", |_, r, _| opt(r.telemetry.memory_used_max_bytes)),
+    ("nvmap_used_max_bytes", |_, r, _| opt(r.telemetry.nvmap_used_max_bytes)),
+    ("swap_used_max_bytes", |_, r, _| opt(r.telemetry.swap_used_max_bytes)),
+    ("gpu_load_mean_pct", |_, r, _| opt(r.telemetry.gpu_load_mean_pct)),
+    ("gpu_mhz_min", |_, r, _| opt(r.telemetry.gpu_mhz.map(|g| g.min))),
+    ("cpu_mhz_min", |_, r, _| opt(r.telemetry.cpu_mhz.iter().flatten().map(|c| c.min).reduce(f64::min))),
+    ("clocks_locked", |_, r, _| opt(r.telemetry.clocks_locked)),
+    ("temperature_max_c", |_, r, _| opt(r.telemetry.zones.iter().map(|z| z.max_c).reduce(f64::max))),
+    ("throttled", |_, r, _| r.telemetry.throttled.to_string()),
+    ("board", |b, _, _| opt(b.provenance.board.clone())),
+    ("l4t", |b, _, _| opt(b.provenance.l4t.clone())),
+    ("nvpmodel", |b, _, _| opt(b.provenance.nvpmodel.clone())),
+    ("backend", |b, _, _| b.backend.name.clone()),
+    ("precision", |b, _, _| b.model.precision.clone()),
+    ("model_sha256", |b, _, _| b.model.sha256.clone()),
+    ("edgert_git", |b, _, _| b.provenance.edgert_git.to_string()),
+];
+
 /// One row per batch size and stage.
 pub fn write_csv(report: &BenchReport, path: &Path) -> Result<()> {
     let fail = |e: &dyn std::fmt::Display| Error::Write { path: path.to_owned(), reason: e.to_string() };
     let mut writer = csv::Writer::from_path(path).map_err(|e| fail(&e))?;
-    writer
-        .write_record([
-            "batch",
-            "stage",
-            "count",
-            "min_ms",
-            "mean_ms",
-            "p50_ms",
-            "p90_ms",
-            "p95_ms",
-            "p99_ms",
-            "max_ms",
-            "cov",
-            "inferences_per_s",
-            "frames_per_s",
-        ])
-        .map_err(|e| fail(&e))?;
+    writer.write_record(COLUMNS.iter().map(|c| c.0)).map_err(|e| fail(&e))?;
     for run in &report.runs {
-        for (stage, s) in run.stages.named() {
-            let row = [
-                run.batch.to_string(),
-                stage.to_string(),
-                s.count.to_string(),
-                s.min_ms.to_string(),
-                s.mean_ms.to_string(),
-                s.p50_ms.to_string(),
-                s.p90_ms.to_string(),
-                s.p95_ms.to_string(),
-                s.p99_ms.to_string(),
-                s.max_ms.to_string(),
-                s.cov.to_string(),
-                run.inferences_per_s.to_string(),
-                run.frames_per_s.to_string(),
-            ];
-            writer.write_record(&row).map_err(|e| fail(&e))?;
+        for (stage, stats) in run.stages.named() {
+            let row = COLUMNS.iter().map(|(name, value)| match *name {
+                "stage" => stage.to_string(),
+                _ => value(report, run, stats),
+            });
+            writer.write_record(row).map_err(|e| fail(&e))?;
         }
     }
     writer.flush().map_err(|e| fail(&e))?;
     Ok(())
+}
+
+/// Memory, clocks, GPU and temperatures of a run, in two lines.
+fn telemetry_lines(t: &RunTelemetry) -> String {
+    let mib = |b: u64| format!("{:.0} MiB", b as f64 / 1048576.0);
+    let mut memory = format!(
+        "  memory used max {}, swap max {}",
+        t.memory_used_max_bytes.map_or("n/a".into(), mib),
+        t.swap_used_max_bytes.map_or("n/a".into(), mib)
+    );
+    if let Some(nvmap) = t.nvmap_used_max_bytes {
+        memory += &format!(", nvmap max {}", mib(nvmap));
+    }
+    let locked = match t.clocks_locked {
+        Some(true) => "locked",
+        Some(false) => "not locked",
+        None => "n/a",
+    };
+    let mut clocks = format!("  clocks {locked}");
+    if let Some(g) = t.gpu_mhz {
+        clocks += &format!(", GPU {:.0}-{:.0} MHz", g.min, g.max);
+    }
+    if let Some(load) = t.gpu_load_mean_pct {
+        clocks += &format!(", GPU load {load:.0} % mean");
+    }
+    if let Some(hot) = t.zones.iter().max_by(|a, b| a.max_c.total_cmp(&b.max_c)) {
+        clocks += &format!(", hottest {} {:.1} °C", hot.name, hot.max_c);
+    }
+    clocks += if t.throttled { ", THROTTLED" } else { ", not throttled" };
+    format!("{memory}\n{clocks}\n")
 }
 
 fn power_line(p: &super::power::PowerReport) -> String {

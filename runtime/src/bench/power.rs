@@ -76,7 +76,7 @@ impl PowerProbe {
         let mut probe =
             PowerProbe { sensors, epoch: Instant::now(), interval: interval.max(floor), idle_w: None };
         if !idle.is_zero() {
-            if let Some(sampler) = probe.start() {
+            if let Ok(sampler) = probe.start() {
                 let start = probe.now();
                 std::thread::sleep(idle);
                 let end = probe.now();
@@ -87,23 +87,35 @@ impl PowerProbe {
         probe
     }
 
+    /// The instant every sample's time counts from.
+    pub fn epoch(&self) -> Instant {
+        self.epoch
+    }
+
     /// Seconds since the probe's epoch, the clock of every sample.
     pub fn now(&self) -> f64 {
         self.epoch.elapsed().as_secs_f64()
     }
 
-    /// Starts sampling, when there are sensors.
-    pub fn start(&self) -> Option<Sampler> {
-        self.sensors.as_ref().ok().map(|s| Sampler::start(s, self.epoch, self.interval))
+    /// Starts sampling, or says why it cannot.
+    pub fn start(&self) -> Result<Sampler, String> {
+        Sampler::start(self.sensors.as_ref()?, self.epoch, self.interval)
     }
 
     /// The report for the window `start..end` (seconds since the epoch) holding `inferences`.
-    pub fn report(&self, samples: &[PowerSample], start: f64, end: f64, inferences: usize) -> PowerReport {
-        let sensors = match &self.sensors {
-            Ok(s) => s,
-            Err(reason) => return PowerReport::unavailable(reason.clone()),
+    pub fn report(
+        &self,
+        samples: Result<Vec<PowerSample>, String>,
+        start: f64,
+        end: f64,
+        inferences: usize,
+    ) -> PowerReport {
+        let (sensors, samples) = match (&self.sensors, samples) {
+            (Ok(s), Ok(samples)) => (s, samples),
+            (Err(reason), _) => return PowerReport::unavailable(reason.clone()),
+            (_, Err(reason)) => return PowerReport::unavailable(reason),
         };
-        let total = totals(samples);
+        let total = totals(&samples);
         let Some((mean, peak)) = energy::mean_and_peak(&total, start, end) else {
             return PowerReport::unavailable("the power samples do not cover the measured window".into());
         };

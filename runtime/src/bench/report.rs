@@ -1,12 +1,14 @@
-//! The bench report, schema `edgert.bench/1` (documented in the README and in
-//! `runtime/schema/edgert.bench-1.schema.json`). Change the schema name when a field changes meaning.
+//! The bench report, schema `edgert.bench/2` (documented in the README and in
+//! `runtime/schema/edgert.bench-2.schema.json`). Change the schema name when a field changes meaning.
 
 use serde::Serialize;
 
 use crate::metrics::host::Host;
+use crate::metrics::provenance::Provenance;
 use crate::metrics::stats::LatencyStats;
+use crate::metrics::telemetry::run::RunTelemetry;
 
-pub const SCHEMA: &str = "edgert.bench/1";
+pub const SCHEMA: &str = "edgert.bench/2";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
@@ -14,6 +16,8 @@ pub struct BenchReport {
     pub edgert_version: &'static str,
     pub created_unix_s: u64,
     pub host: Host,
+    /// Board, L4T, kernel, power mode, CUDA/TensorRT versions, edgert build.
+    pub provenance: Provenance,
     pub model: ModelInfo,
     pub backend: BackendInfo,
     pub threads: usize,
@@ -35,6 +39,9 @@ pub struct ModelInfo {
     pub input_name: String,
     /// The input shape with batch 1.
     pub input_shape: Vec<usize>,
+    pub file_bytes: u64,
+    /// Bytes of the initializers (weights, biases, quantization parameters).
+    pub weight_bytes: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -70,6 +77,8 @@ pub struct BatchRun {
     pub peak_rss_bytes: Option<u64>,
     /// Board power over exactly the measured window, or why there is none.
     pub power: super::power::PowerReport,
+    /// Memory over time, clocks, GPU load, temperatures and throttling over the measured window.
+    pub telemetry: RunTelemetry,
     pub stages: Stages,
 }
 

@@ -27,7 +27,7 @@ pub struct BenchArgs {
     /// An image, a folder of images, an .npz tensor set, or `synthetic`.
     #[arg(long, default_value = "synthetic", value_name = "PATH|synthetic")]
     input: String,
-    /// Also write the report as JSON (schema edgert.bench/1).
+    /// Also write the report as JSON (schema edgert.bench/2).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Also write one CSV row per batch size and stage.
@@ -43,7 +43,7 @@ impl BenchArgs {
             return Err(Error::Usage("--batch sizes must be at least 1".into()));
         }
         let timing = self.timing.settings()?;
-        let (sysfs_root, power_interval, idle) = self.power.settings()?;
+        let sensing = self.power.settings()?;
         Ok(BenchConfig {
             backend: self.backend.clone(),
             batches: self.batch.clone(),
@@ -52,9 +52,7 @@ impl BenchArgs {
             duration: timing.duration,
             min_iterations: timing.min_iterations,
             input: (self.input != "synthetic").then(|| PathBuf::from(&self.input)),
-            sysfs_root,
-            power_interval,
-            idle,
+            sensing,
         })
     }
 }

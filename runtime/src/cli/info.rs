@@ -1,58 +1,28 @@
-//! `edgert info`: the host, this build, and which backends it can use here.
+//! `edgert info`: the host and board, this build, which backends it can use here, and one reading
+//! of power, memory, clocks and temperatures.
 
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
 use serde::Serialize;
 
+use super::board_view::{self, PowerNow};
 use super::emit;
 use crate::backend;
 use crate::metrics::host::Host;
 use crate::metrics::power::PowerSensors;
+use crate::metrics::provenance::Provenance;
+use crate::metrics::telemetry::{Snapshot, Telemetry};
 
 #[derive(Args)]
 pub struct InfoArgs {
     /// Print as JSON (schema edgert.info/1).
     #[arg(long)]
     json: bool,
-    /// Root of sysfs for the power sensors (a fixture tree to test without a board).
+    /// Root of sysfs, procfs and /etc for the board's sensors (a fixture tree to test without a board).
     #[arg(long, env = "EDGERT_SYSFS_ROOT", default_value = "/", value_name = "DIR")]
     sysfs_root: std::path::PathBuf,
-}
-
-/// The board's power sensors and a reading of each, or why there are none.
-#[derive(Serialize)]
-struct PowerInfo {
-    available: bool,
-    reason: Option<String>,
-    source: Option<&'static str>,
-    total: Option<String>,
-    total_w: Option<f64>,
-    rails: Vec<(String, Option<f64>)>,
-}
-
-fn power(root: &std::path::Path) -> PowerInfo {
-    match PowerSensors::discover(root) {
-        Err(reason) => PowerInfo {
-            available: false,
-            reason: Some(reason),
-            source: None,
-            total: None,
-            total_w: None,
-            rails: vec![],
-        },
-        Ok(sensors) => {
-            let (watts, total_w) = sensors.read();
-            PowerInfo {
-                available: true,
-                reason: None,
-                source: Some(sensors.source),
-                total: Some(sensors.total_rail.clone().unwrap_or_else(|| "sum of rails".into())),
-                total_w,
-                rails: sensors.rails.iter().map(|r| r.name.clone()).zip(watts).collect(),
-            }
-        }
-    }
 }
 
 #[derive(Serialize)]
@@ -67,14 +37,26 @@ struct BackendStatus {
 #[derive(Serialize)]
 struct Info {
     schema: &'static str,
-    version: &'static str,
+    provenance: Provenance,
     host: Host,
     backends: Vec<BackendStatus>,
-    power: PowerInfo,
+    power: PowerNow,
+    /// `sysfs`, or `tegrastats` where it fills in for sysfs.
+    telemetry_source: &'static str,
+    telemetry: Snapshot,
 }
 
-pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
-    let mut backends: Vec<BackendStatus> = backend::registry()
+/// One reading of the board's power sensors.
+pub fn power_now(root: &Path) -> PowerNow {
+    let read = || -> Result<PowerNow, String> {
+        let sensors = PowerSensors::discover(root)?;
+        Ok(PowerNow::read(&sensors, &mut sensors.open()?))
+    };
+    read().unwrap_or_else(PowerNow::unavailable)
+}
+
+fn backends() -> Vec<BackendStatus> {
+    let mut list: Vec<BackendStatus> = backend::registry()
         .iter()
         .map(|b| {
             let check = b.check();
@@ -86,27 +68,43 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
             }
         })
         .collect();
-    backends.extend(backend::NOT_COMPILED.iter().map(|(name, feature)| BackendStatus {
+    list.extend(backend::NOT_COMPILED.iter().map(|(name, feature)| BackendStatus {
         name: name.to_string(),
         compiled: false,
         usable: false,
         reason: Some(format!("not compiled in (build with --features {feature})")),
     }));
+    list
+}
+
+pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
+    let root = &args.sysfs_root;
+    let telemetry = Telemetry::open(root);
     let info = Info {
         schema: "edgert.info/1",
-        version: crate::VERSION,
+        provenance: Provenance::read(root),
         host: Host::describe(),
-        backends,
-        power: power(&args.sysfs_root),
+        backends: backends(),
+        power: power_now(root),
+        telemetry_source: telemetry.source(),
+        telemetry: telemetry.snapshot(),
     };
     if args.json {
         emit(&serde_json::to_string_pretty(&info)?)?;
         return Ok(ExitCode::SUCCESS);
     }
-    let h = &info.host;
-    emit(&format!("edgert {} ({} {})", info.version, h.arch, h.os))?;
-    emit(&format!("host     {}, {} logical CPUs, kernel {}", h.cpu, h.logical_cpus, h.kernel))?;
-    emit(&format!("board    {}", h.board.as_deref().unwrap_or("none (not a Jetson or no device tree)")))?;
+    let (p, h) = (&info.provenance, &info.host);
+    let or_na = |v: &Option<String>| v.clone().unwrap_or_else(|| "n/a".into());
+    emit(&format!("edgert {} (git {}, {} {})", p.edgert_version, p.edgert_git, h.arch, h.os))?;
+    emit(&format!("host     {}, {} logical CPUs, kernel {}", h.cpu, h.logical_cpus, or_na(&p.kernel)))?;
+    emit(&format!("board    {}", p.board.as_deref().unwrap_or("none (not a Jetson or no device tree)")))?;
+    emit(&format!(
+        "L4T {}, power mode {}, CUDA {}, TensorRT {}",
+        or_na(&p.l4t),
+        or_na(&p.nvpmodel),
+        or_na(&p.cuda),
+        or_na(&p.tensorrt)
+    ))?;
     emit("backends")?;
     for b in &info.backends {
         let state = match (b.compiled, b.usable) {
@@ -116,21 +114,16 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
         emit(&format!("  {:<9} {state}", b.name))?;
     }
     emit("  (gpu picks the best usable GPU backend or fails; gpu-or-cpu falls back to cpu and says so)")?;
-    let p = &info.power;
-    match (&p.reason, p.total_w) {
-        (Some(reason), _) => emit(&format!("power    n/a: {reason}"))?,
-        (None, total) => {
-            let w = |w: Option<f64>| w.map_or("n/a".to_string(), |w| format!("{w:.2} W"));
-            emit(&format!(
-                "power    {} via {}: {}",
-                p.total.as_deref().unwrap_or(""),
-                p.source.unwrap_or(""),
-                w(total)
-            ))?;
-            for (name, watts) in &p.rails {
-                emit(&format!("  {name:<18} {}", w(*watts)))?;
-            }
-        }
+    emit(&board_view::power_text(&info.power))?;
+    for rail in info.power.rails.iter().filter(|r| r.error.is_some()) {
+        emit(&format!("  {} unreadable: {}", rail.name, rail.error.as_deref().unwrap_or("")))?;
+    }
+    let t = &info.telemetry;
+    emit(&board_view::memory_text(t))?;
+    emit(&board_view::clocks_text(&t.clocks))?;
+    emit(&board_view::thermal_text(&t.zones))?;
+    if info.telemetry_source == "tegrastats" {
+        emit("(thermal, GPU load and missing memory figures from tegrastats: sysfs is not readable here)")?;
     }
     Ok(ExitCode::SUCCESS)
 }

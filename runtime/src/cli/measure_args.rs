@@ -1,10 +1,11 @@
-//! Flags shared by the commands that measure (`bench`, `tune`): timing and power sensing.
+//! Flags shared by the commands that measure (`bench`, `tune`): timing, and sensing power and telemetry.
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Args;
 
+use crate::bench::Sensing;
 use crate::Error;
 
 /// How long and on how many threads to measure.
@@ -45,10 +46,10 @@ impl TimingArgs {
     }
 }
 
-/// Where and how to read the board's power sensors.
+/// Where and how to read the board's power sensors, clocks and temperatures.
 #[derive(Args, Clone)]
 pub struct PowerArgs {
-    /// Root of sysfs for the power sensors (a fixture tree to test without a board).
+    /// Root of sysfs, procfs and /etc for the board's sensors (a fixture tree to test without a board).
     #[arg(long, env = "EDGERT_SYSFS_ROOT", default_value = "/", value_name = "DIR")]
     sysfs_root: PathBuf,
     /// Power sampling interval (never faster than the sensors' own update interval).
@@ -57,18 +58,21 @@ pub struct PowerArgs {
     /// Idle power is measured this long before the first batch.
     #[arg(long, default_value_t = 0.5, value_name = "S")]
     idle_s: f64,
+    /// Interval of the memory, clock, GPU-load and temperature samples.
+    #[arg(long, default_value_t = 250, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..))]
+    telemetry_interval_ms: u64,
 }
 
 impl PowerArgs {
-    /// (sysfs root, sampling interval, idle time).
-    pub fn settings(&self) -> Result<(PathBuf, Duration, Duration), Error> {
+    pub fn settings(&self) -> Result<Sensing, Error> {
         if !(self.idle_s.is_finite() && self.idle_s >= 0.0) {
             return Err(Error::Usage(format!("--idle-s {} is not a duration", self.idle_s)));
         }
-        Ok((
-            self.sysfs_root.clone(),
-            Duration::from_millis(self.power_interval_ms),
-            Duration::from_secs_f64(self.idle_s),
-        ))
+        Ok(Sensing {
+            sysfs_root: self.sysfs_root.clone(),
+            power_interval: Duration::from_millis(self.power_interval_ms),
+            idle: Duration::from_secs_f64(self.idle_s),
+            telemetry_interval: Duration::from_millis(self.telemetry_interval_ms),
+        })
     }
 }

@@ -2,9 +2,12 @@
 //! anything runs; errors print one line on stderr and exit 2 (bad input) or 1 (runtime failure).
 
 mod bench;
+mod board_view;
 mod info;
 mod inspect;
 mod measure_args;
+mod monitor;
+mod prometheus;
 mod run;
 mod tune;
 mod validate;
@@ -38,8 +41,10 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Show a model's inputs, outputs, operators, parameters, MACs, precision and sparsity.
     Inspect(inspect::InspectArgs),
-    /// Show the host, the edgert version and which backends are compiled in and usable here.
+    /// Show the host, board, versions, usable backends, and one reading of power, memory, clocks, temperatures.
     Info(info::InfoArgs),
+    /// Show power, memory, clocks, GPU load and temperatures live; optionally serve them to Prometheus.
+    Monitor(monitor::MonitorArgs),
     /// Compare a candidate model (INT8, pruned) with a reference on labelled data; exit 3 over budget.
     Validate(validate::ValidateArgs),
     /// Bench and validate variants × backends; Pareto front of latency and accuracy; pick one.
@@ -93,6 +98,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::main(args),
         Command::Inspect(args) => inspect::main(args),
         Command::Info(args) => info::main(args),
+        Command::Monitor(args) => monitor::main(args),
         Command::Validate(args) => validate::main(args),
         Command::Tune(args) => tune::main(args),
     };

@@ -40,7 +40,7 @@ pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
     let base = load_model(&args.model)?;
     let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;
     let data = args.data.load(&base)?;
-    let (sysfs_root, power_interval, idle) = args.power.settings()?;
+    let sensing = args.power.settings()?;
     let config = TuneConfig {
         backends: args.backends.clone(),
         budget: args.data.budget,
@@ -49,9 +49,7 @@ pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
         duration: timing.duration,
         min_iterations: timing.min_iterations,
         bench_input: Some(args.data.data.clone()),
-        sysfs_root,
-        power_interval,
-        idle,
+        sensing,
     };
     let report = tune::tune(&base, &variants, &data, &config, &mut |step| eprintln!("edgert: {step}"))?;
     emit(text(&report).trim_end())?;

@@ -1,4 +1,5 @@
-//! What machine a report came from: CPU model, cores, kernel, and the Jetson board when there is one.
+//! What machine a report came from: architecture, CPU model and cores (the board, L4T release and
+//! versions are in `provenance`).
 
 use serde::Serialize;
 
@@ -8,9 +9,6 @@ pub struct Host {
     pub os: String,
     pub cpu: String,
     pub logical_cpus: usize,
-    pub kernel: String,
-    /// `/proc/device-tree/model` on boards that have one (every Jetson).
-    pub board: Option<String>,
 }
 
 impl Host {
@@ -20,16 +18,8 @@ impl Host {
             os: std::env::consts::OS.into(),
             cpu: cpu_model().unwrap_or_else(|| "unknown".into()),
             logical_cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(|| "unknown".into()),
-            board: read_trimmed("/proc/device-tree/model"),
         }
     }
-}
-
-fn read_trimmed(path: &str) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
-    let text = text.trim_matches(|c: char| c.is_whitespace() || c == '\0');
-    (!text.is_empty()).then(|| text.to_string())
 }
 
 /// The CPU model from `/proc/cpuinfo` (`model name` on x86, `Model`/`CPU part` on ARM).

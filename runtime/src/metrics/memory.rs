@@ -14,6 +14,11 @@ pub fn peak_rss_bytes() -> Option<u64> {
     read_status(Path::new("/proc/self/status")).and_then(|s| status_field_bytes(&s, "VmHWM"))
 }
 
+/// Resident set of this process now.
+pub fn rss_bytes() -> Option<u64> {
+    read_status(Path::new("/proc/self/status")).and_then(|s| status_field_bytes(&s, "VmRSS"))
+}
+
 /// Resets this process's peak RSS to its current RSS (Linux ≥ 4.0), so the next peak is
 /// the next phase's own; false where the kernel refuses.
 pub fn reset_peak_rss() -> bool {

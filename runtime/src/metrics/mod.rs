@@ -1,6 +1,15 @@
-//! Measurements: latency statistics, process memory, and a description of the host.
+//! Measurements: latency statistics, process and system memory, power, clocks, temperatures, and
+//! where a report comes from. Readers of sysfs and procfs take a root folder (see `sysfs`).
 
+pub mod clocks;
 pub mod host;
 pub mod memory;
+pub mod periodic;
 pub mod power;
+pub mod provenance;
 pub mod stats;
+pub mod sysfs;
+pub mod system_memory;
+pub mod tegrastats;
+pub mod telemetry;
+pub mod thermal;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::bench::{self, BenchConfig, Progress};
+use crate::bench::{self, BenchConfig, Progress, Sensing};
 use crate::metrics::memory;
 use crate::model::{inspect, Model};
 use crate::validate::{self, data::Dataset, ValidateConfig};
@@ -27,9 +27,7 @@ pub struct TuneConfig {
     pub min_iterations: usize,
     /// What `bench` runs on: the data itself, or synthetic input when `None`.
     pub bench_input: Option<PathBuf>,
-    pub sysfs_root: PathBuf,
-    pub power_interval: Duration,
-    pub idle: Duration,
+    pub sensing: Sensing,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -122,9 +120,7 @@ pub fn tune(
                     duration: config.duration,
                     min_iterations: config.min_iterations,
                     input: config.bench_input.clone(),
-                    sysfs_root: config.sysfs_root.clone(),
-                    power_interval: config.power_interval,
-                    idle: config.idle,
+                    sensing: config.sensing.clone(),
                 },
                 &mut |_: &Progress| {},
             )?;

@@ -19,6 +19,11 @@ pub fn image(name: &str) -> PathBuf {
 /// Runs the edgert binary with arguments; through `EDGERT_TEST_RUNNER` (e.g. qemu-aarch64) when set,
 /// for binaries of another architecture.
 pub fn edgert(args: &[&str]) -> Output {
+    command(args).output().expect("edgert starts")
+}
+
+/// The edgert command, not yet run, for tests that set its environment or read it while it runs.
+pub fn command(args: &[&str]) -> Command {
     let binary = env!("CARGO_BIN_EXE_edgert");
     let runner = std::env::var("EDGERT_TEST_RUNNER").unwrap_or_default();
     let mut words = runner.split_whitespace();
@@ -30,7 +35,8 @@ pub fn edgert(args: &[&str]) -> Output {
         }
         None => Command::new(binary),
     };
-    command.args(args).output().expect("edgert starts")
+    command.args(args);
+    command
 }
 
 pub fn stdout(o: &Output) -> String {

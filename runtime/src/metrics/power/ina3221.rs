@@ -1,27 +1,16 @@
 //! Finding INA3221 channels in sysfs. Channels labelled `NC` (not connected) and the shunt-sum
 //! channel (7, or a label starting with "sum") are skipped.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::{Rail, Reading};
-
-fn read_trimmed(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
-}
+use crate::metrics::sysfs::{entries, read_trimmed};
 
 fn skipped(label: &str, channel: u32) -> bool {
     label.is_empty()
         || label.eq_ignore_ascii_case("NC")
         || label.to_lowercase().starts_with("sum")
         || channel >= 7
-}
-
-fn entries(dir: &Path) -> Vec<PathBuf> {
-    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
-        .unwrap_or_default();
-    found.sort();
-    found
 }
 
 /// JetPack 5/6: every `hwmon*` named `ina3221` (AGX Orin has two), rails from `inN_label`.

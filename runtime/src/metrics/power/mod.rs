@@ -1,19 +1,20 @@
-//! Board power from INA3221 sensors, found through sysfs (never by fixed path): JetPack 4's
-//! `ina3221x` IIO devices (rail names, mW) and JetPack 5/6's `ina3221` hwmon devices (labels,
-//! mV × mA). Every reader takes a root folder, so fixture trees stand in for boards in tests.
+//! Board power, found by looking (never by fixed path). In order: JetPack 5/6's `ina3221` hwmon
+//! devices (labels, mV × mA), JetPack 4's `ina3221x` IIO devices (rail names, mW), an x86 host's
+//! RAPL energy counters, and last `tegrastats` when sysfs cannot be read. Every reader takes a root
+//! folder, so fixture trees stand in for boards in tests.
 
 pub mod energy;
 pub mod ina3221;
+pub mod rapl;
 pub mod sampler;
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-/// Where sysfs is: `/`, or a fixture tree; `EDGERT_SYSFS_ROOT` overrides.
-pub fn sysfs_root() -> PathBuf {
-    std::env::var_os("EDGERT_SYSFS_ROOT").map_or_else(|| PathBuf::from("/"), PathBuf::from)
-}
+use crate::metrics::sysfs::NumberFile as OpenFile;
+use crate::metrics::tegrastats;
 
 /// One power rail and how to read it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -29,78 +30,51 @@ pub enum Reading {
     Milliwatts(PathBuf),
     /// JetPack 5/6 hwmon: bus voltage (mV) and current (mA) files.
     VoltsAmps { millivolts: PathBuf, milliamps: PathBuf },
-}
-
-impl Rail {
-    /// Watts now, or why not (a sensor that vanished or returned garbage).
-    pub fn watts(&self) -> Result<f64, String> {
-        match &self.reading {
-            Reading::Milliwatts(path) => Ok(read_number(path)? / 1e3),
-            Reading::VoltsAmps { millivolts, milliamps } => {
-                Ok(read_number(millivolts)? * read_number(milliamps)? / 1e6)
-            }
-        }
-    }
-}
-
-fn read_number(path: &Path) -> Result<f64, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    parse_number(path, &text)
-}
-
-fn parse_number(path: &Path, text: &str) -> Result<f64, String> {
-    let value: f64 =
-        text.trim().parse().map_err(|_| format!("{}: not a number: {:?}", path.display(), text.trim()))?;
-    if value.is_finite() && value >= 0.0 {
-        Ok(value)
-    } else {
-        Err(format!("{}: implausible reading {value}", path.display()))
-    }
-}
-
-/// A sensor file kept open and re-read from offset 0: one `pread` a reading instead of
-/// open, read and close, which keeps the sampler cheap at 100 Hz.
-struct OpenFile {
-    path: PathBuf,
-    file: Option<std::fs::File>,
-}
-
-impl OpenFile {
-    fn new(path: &Path) -> OpenFile {
-        OpenFile { path: path.to_owned(), file: std::fs::File::open(path).ok() }
-    }
-
-    fn number(&self) -> Result<f64, String> {
-        use std::os::unix::fs::FileExt;
-        let file = self.file.as_ref().ok_or_else(|| format!("{}: cannot open", self.path.display()))?;
-        let mut buffer = [0u8; 32];
-        let n = file.read_at(&mut buffer, 0).map_err(|e| format!("{}: {e}", self.path.display()))?;
-        parse_number(&self.path, &String::from_utf8_lossy(&buffer[..n]))
-    }
+    /// RAPL: a microjoule counter that wraps at `range_uj`; power is its rate between reads.
+    Microjoules { energy: PathBuf, range_uj: u64 },
+    /// The rail of that name in tegrastats' latest line.
+    Tegrastats,
 }
 
 enum OpenReading {
     Milliwatts(OpenFile),
     VoltsAmps(OpenFile, OpenFile),
+    Microjoules { file: OpenFile, counter: rapl::Counter },
+    Tegrastats(String),
 }
 
-/// The sensors with their files open, for sampling.
+/// The sensors with their files open (or tegrastats running), for repeated reading.
 pub struct OpenSensors {
     readings: Vec<OpenReading>,
     total: Option<usize>,
+    tegrastats: Option<tegrastats::Stream>,
 }
 
 impl OpenSensors {
-    /// Watts per rail (`None` for a rail that failed) and the total, as `PowerSensors::read`.
-    pub fn read(&self) -> (Vec<Option<f64>>, Option<f64>) {
-        let watts: Vec<Option<f64>> = self
-            .readings
-            .iter()
+    /// Watts per rail, or why a rail could not be read.
+    pub fn read_detailed(&mut self) -> Vec<Result<f64, String>> {
+        let line = self.tegrastats.as_ref().and_then(|s| s.latest());
+        // One instant for every counter, so rates over the same interval compare exactly.
+        let now = Instant::now();
+        self.readings
+            .iter_mut()
             .map(|r| match r {
-                OpenReading::Milliwatts(f) => f.number().ok().map(|mw| mw / 1e3),
-                OpenReading::VoltsAmps(v, a) => Some(v.number().ok()? * a.number().ok()? / 1e6),
+                OpenReading::Milliwatts(f) => Ok(f.number()? / 1e3),
+                OpenReading::VoltsAmps(v, a) => Ok(v.number()? * a.number()? / 1e6),
+                OpenReading::Microjoules { file, counter } => counter.watts(file.number()?, now),
+                OpenReading::Tegrastats(name) => line
+                    .as_ref()
+                    .and_then(|l| l.rails_mw.iter().find(|r| &r.0 == name))
+                    .map(|r| r.1 / 1e3)
+                    .ok_or_else(|| format!("tegrastats: no {name} in its latest line")),
             })
-            .collect();
+            .collect()
+    }
+
+    /// Watts per rail (`None` for a rail that failed), and the total: the module-input rail,
+    /// or the sum of rails (none when any rail failed: a partial sum is not a total).
+    pub fn read(&mut self) -> (Vec<Option<f64>>, Option<f64>) {
+        let watts: Vec<Option<f64>> = self.read_detailed().into_iter().map(Result::ok).collect();
         let total = match self.total {
             Some(i) => watts[i],
             None => watts.iter().copied().sum::<Option<f64>>(),
@@ -112,11 +86,11 @@ impl OpenSensors {
 /// The rails of a board and which one, if any, is the module's input.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PowerSensors {
-    /// `ina3221 hwmon` or `ina3221x iio`.
+    /// `ina3221 hwmon`, `ina3221x iio`, `rapl` or `tegrastats`.
     pub source: &'static str,
     pub rails: Vec<Rail>,
     /// The rail that measures the whole module (`VDD_IN`, `POM_5V_IN`); `None`: the total is the
-    /// sum of rails (AGX Xavier, AGX Orin), which leaves out what no rail measures.
+    /// sum of rails (AGX Xavier, AGX Orin, RAPL packages), which leaves out what no rail measures.
     pub total_rail: Option<String>,
     /// The sensors' own averaging period, when they say: sampling faster repeats values.
     pub update_interval_ms: Option<u64>,
@@ -124,27 +98,44 @@ pub struct PowerSensors {
 
 /// Names of module-input rails, by JetPack generation.
 const TOTAL_RAILS: &[&str] = &["VDD_IN", "POM_5V_IN"];
+/// tegrastats' interval when it is the source.
+const TEGRASTATS_INTERVAL_MS: u64 = 100;
+/// RAPL counters tick every ~1 ms, but a rate over less than this is mostly rounding.
+const RAPL_MIN_INTERVAL_MS: u64 = 10;
 
 impl PowerSensors {
-    /// Discovers INA3221 sensors under `root`; `Err` says why none can be read.
+    /// Discovers power sensors under `root`; `Err` says where it looked and why none can be read.
     pub fn discover(root: &Path) -> Result<PowerSensors, String> {
-        let (source, rails, update_interval_ms) = match ina3221::hwmon(root) {
-            Some(found) => ("ina3221 hwmon", found.0, found.1),
-            None => match ina3221::iio(root) {
-                Some(rails) => ("ina3221x iio", rails, None),
-                None => {
-                    return Err(format!("no INA3221 power sensors under {} (not a Jetson?)", root.display()))
+        let (source, rails, update_interval_ms) = if let Some((rails, interval)) = ina3221::hwmon(root) {
+            ("ina3221 hwmon", rails, interval)
+        } else if let Some(rails) = ina3221::iio(root) {
+            ("ina3221x iio", rails, None)
+        } else {
+            match rapl::zones(root) {
+                Ok(rails) => ("rapl", rails, Some(RAPL_MIN_INTERVAL_MS)),
+                Err(rapl) => {
+                    return tegrastats_rails().map_err(|tegrastats| {
+                        format!(
+                            "no INA3221 power sensors under {} (not a Jetson?); {rapl}; {tegrastats}",
+                            root.display()
+                        )
+                    })
                 }
-            },
+            }
         };
         let total_rail =
             TOTAL_RAILS.iter().find(|t| rails.iter().any(|r| r.name == **t)).map(|t| t.to_string());
         Ok(PowerSensors { source, rails, total_rail, update_interval_ms })
     }
 
-    /// Opens every sensor file once, for repeated reading.
-    pub fn open(&self) -> OpenSensors {
-        let readings = self
+    /// Opens every sensor file once (or starts tegrastats), for repeated reading.
+    pub fn open(&self) -> Result<OpenSensors, String> {
+        let tegrastats = match self.source {
+            "tegrastats" => Some(tegrastats::Stream::start(Duration::from_millis(TEGRASTATS_INTERVAL_MS))?),
+            _ => None,
+        };
+        let opened = Instant::now();
+        let readings: Vec<OpenReading> = self
             .rails
             .iter()
             .map(|r| match &r.reading {
@@ -152,21 +143,50 @@ impl PowerSensors {
                 Reading::VoltsAmps { millivolts, milliamps } => {
                     OpenReading::VoltsAmps(OpenFile::new(millivolts), OpenFile::new(milliamps))
                 }
+                Reading::Microjoules { energy, range_uj } => {
+                    let file = OpenFile::new(energy);
+                    let counter = rapl::Counter::new(*range_uj, file.number().ok(), opened);
+                    OpenReading::Microjoules { file, counter }
+                }
+                Reading::Tegrastats => OpenReading::Tegrastats(r.name.clone()),
             })
             .collect();
+        if readings.iter().any(|r| matches!(r, OpenReading::Microjoules { .. })) {
+            // A counter gives power only as a rate: let it run one interval before the first read.
+            std::thread::sleep(Duration::from_millis(RAPL_MIN_INTERVAL_MS));
+        }
         let total = self.total_rail.as_ref().and_then(|t| self.rails.iter().position(|r| &r.name == t));
-        OpenSensors { readings, total }
+        Ok(OpenSensors { readings, total, tegrastats })
     }
 
     /// Watts per rail now (`None` for a rail that failed), and the total.
-    pub fn read(&self) -> (Vec<Option<f64>>, Option<f64>) {
-        let watts: Vec<Option<f64>> = self.rails.iter().map(|r| r.watts().ok()).collect();
-        let total = match &self.total_rail {
-            Some(name) => self.rails.iter().position(|r| &r.name == name).and_then(|i| watts[i]),
-            None => watts.iter().copied().sum::<Option<f64>>(),
-        };
-        (watts, total)
+    pub fn read(&self) -> Result<(Vec<Option<f64>>, Option<f64>), String> {
+        Ok(self.open()?.read())
     }
+}
+
+/// The rails of one tegrastats line, when it is on the PATH.
+fn tegrastats_rails() -> Result<PowerSensors, String> {
+    if !tegrastats::on_path() {
+        return Err("tegrastats is not on the PATH".into());
+    }
+    let line = tegrastats::Stream::start(Duration::from_millis(TEGRASTATS_INTERVAL_MS))?
+        .latest()
+        .ok_or("tegrastats printed no line")?;
+    if line.rails_mw.is_empty() {
+        return Err("tegrastats reports no power rails".into());
+    }
+    let rails: Vec<Rail> = line
+        .rails_mw
+        .iter()
+        .map(|(name, _)| Rail { name: name.clone(), reading: Reading::Tegrastats })
+        .collect();
+    Ok(PowerSensors {
+        source: "tegrastats",
+        total_rail: line.total_w().0.map(String::from),
+        rails,
+        update_interval_ms: Some(TEGRASTATS_INTERVAL_MS),
+    })
 }
 
 #[cfg(test)]

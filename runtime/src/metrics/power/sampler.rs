@@ -1,12 +1,9 @@
-//! A background thread that samples power at a fixed interval, timestamped against one epoch so
-//! samples line up with a benchmark's measured window.
+//! Power samples taken on a background thread (see `metrics::periodic`).
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use super::{OpenSensors, PowerSensors};
+use crate::metrics::periodic::Periodic;
 
 /// One reading: seconds since the epoch, watts per rail (`None` for a failed rail), total.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,88 +23,29 @@ impl PowerReader for OpenSensors {
     }
 }
 
-pub trait Clock: Send {
-    /// Seconds since the epoch.
-    fn now(&self) -> f64;
-    fn sleep(&mut self, seconds: f64);
-}
+type Reading = (Vec<Option<f64>>, Option<f64>);
 
-pub struct SystemClock {
-    pub epoch: Instant,
-}
-
-impl Clock for SystemClock {
-    fn now(&self) -> f64 {
-        self.epoch.elapsed().as_secs_f64()
-    }
-
-    fn sleep(&mut self, seconds: f64) {
-        std::thread::sleep(Duration::from_secs_f64(seconds.max(0.0)));
-    }
-}
-
-/// Samples every `interval` seconds until `stop` is set or the clock passes `until`, then once
-/// more, so the samples cover the time up to the stop.
-pub fn collect(
-    reader: &mut dyn PowerReader,
-    clock: &mut dyn Clock,
-    interval: f64,
-    stop: &AtomicBool,
-    until: Option<f64>,
-) -> Vec<PowerSample> {
-    let mut samples = Vec::new();
-    let mut next = clock.now();
-    loop {
-        let (rails, total) = reader.read();
-        samples.push(PowerSample { t: clock.now(), rails, total });
-        let done = stop.load(Ordering::Acquire) || until.is_some_and(|u| clock.now() >= u);
-        if done {
-            return samples;
-        }
-        next += interval;
-        let wait = next - clock.now();
-        clock.sleep(wait);
-    }
-}
-
-pub struct Sampler {
-    stop: Arc<AtomicBool>,
-    /// Taken before `start` returns, so a window opened after it is covered from its start.
-    first: PowerSample,
-    thread: JoinHandle<Vec<PowerSample>>,
-}
+pub struct Sampler(Periodic<Reading>);
 
 impl Sampler {
-    pub fn start(sensors: &PowerSensors, epoch: Instant, interval: Duration) -> Sampler {
-        let mut sensors = sensors.open();
-        let (rails, total) = sensors.read();
-        let first = PowerSample { t: epoch.elapsed().as_secs_f64(), rails, total };
-        let stop = Arc::new(AtomicBool::new(false));
-        let flag = stop.clone();
-        let thread = std::thread::Builder::new()
-            .name("edgert-power".into())
-            .spawn(move || {
-                let mut clock = SystemClock { epoch };
-                collect(&mut sensors, &mut clock, interval.as_secs_f64(), &flag, None)
-            })
-            .expect("a thread starts");
-        Sampler { stop, first, thread }
+    pub fn start(sensors: &PowerSensors, epoch: Instant, interval: Duration) -> Result<Sampler, String> {
+        let mut sensors = sensors.open()?;
+        Ok(Sampler(Periodic::start("edgert-power", epoch, interval, move || sensors.read())?))
     }
 
     /// Stops sampling (after one last sample) and returns every sample.
     pub fn finish(self) -> Vec<PowerSample> {
-        self.stop.store(true, Ordering::Release);
-        let mut samples = vec![self.first];
-        samples.extend(self.thread.join().unwrap_or_default());
-        samples
+        self.0.finish().into_iter().map(|(t, (rails, total))| PowerSample { t, rails, total }).collect()
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Mutex;
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Mutex};
 
     use super::*;
+    use crate::metrics::periodic::{collect, Clock};
     use crate::metrics::power::energy;
 
     /// A clock that moves only when slept on, shared with the sensor that reads it.
@@ -136,8 +74,9 @@ mod tests {
     fn sample(power: impl Fn(f64) -> f64 + Send, seconds: f64) -> Vec<(f64, f64)> {
         let clock = FakeClock(Arc::new(Mutex::new(0.0)));
         let mut sensor = FakeSensor(clock.clone(), power);
-        let samples = collect(&mut sensor, &mut clock.clone(), 0.01, &AtomicBool::new(false), Some(seconds));
-        samples.iter().map(|s| (s.t, s.total.unwrap())).collect()
+        let samples =
+            collect(&mut || sensor.read(), &mut clock.clone(), 0.01, &AtomicBool::new(false), Some(seconds));
+        samples.iter().map(|(t, (_, total))| (*t, total.unwrap())).collect()
     }
 
     #[test]
@@ -159,7 +98,7 @@ mod tests {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/orin-nano-jp6");
         let sensors = PowerSensors::discover(&dir).unwrap();
         let epoch = Instant::now();
-        let sampler = Sampler::start(&sensors, epoch, Duration::from_millis(5));
+        let sampler = Sampler::start(&sensors, epoch, Duration::from_millis(5)).unwrap();
         std::thread::sleep(Duration::from_millis(60));
         let stopped_at = epoch.elapsed().as_secs_f64();
         let samples = sampler.finish();

@@ -1,0 +1,145 @@
+//! The board's state as `info` and `monitor` show it: power per rail, memory, clocks, GPU load and
+//! temperatures, as JSON-ready values and as short text lines.
+
+use serde::Serialize;
+
+use crate::metrics::clocks::Clocks;
+use crate::metrics::power::{OpenSensors, PowerSensors};
+use crate::metrics::telemetry::Snapshot;
+use crate::metrics::thermal::Zone;
+
+#[derive(Serialize)]
+pub struct RailNow {
+    pub name: String,
+    pub watts: Option<f64>,
+    /// Why the rail could not be read.
+    pub error: Option<String>,
+}
+
+/// The power sensors and a reading of each, or why there are none.
+#[derive(Serialize)]
+pub struct PowerNow {
+    pub available: bool,
+    pub reason: Option<String>,
+    pub source: Option<&'static str>,
+    /// The total's rail, or `sum of rails`.
+    pub total: Option<String>,
+    pub total_w: Option<f64>,
+    pub rails: Vec<RailNow>,
+}
+
+impl PowerNow {
+    pub fn unavailable(reason: String) -> PowerNow {
+        PowerNow {
+            available: false,
+            reason: Some(reason),
+            source: None,
+            total: None,
+            total_w: None,
+            rails: vec![],
+        }
+    }
+
+    pub fn read(sensors: &PowerSensors, open: &mut OpenSensors) -> PowerNow {
+        let detailed = open.read_detailed();
+        let (_, total_w) = open.read();
+        PowerNow {
+            available: true,
+            reason: None,
+            source: Some(sensors.source),
+            total: Some(sensors.total_rail.clone().unwrap_or_else(|| "sum of rails".into())),
+            total_w,
+            rails: sensors
+                .rails
+                .iter()
+                .zip(detailed)
+                .map(|(rail, reading)| RailNow {
+                    name: rail.name.clone(),
+                    watts: reading.as_ref().ok().copied(),
+                    error: reading.err(),
+                })
+                .collect(),
+        }
+    }
+}
+
+fn watts(w: Option<f64>) -> String {
+    w.map_or("n/a".into(), |w| format!("{w:.2} W"))
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / (1u64 << 30) as f64)
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.0} MiB", bytes as f64 / (1u64 << 20) as f64)
+}
+
+pub fn power_text(p: &PowerNow) -> String {
+    match &p.reason {
+        Some(reason) => format!("power n/a: {reason}"),
+        None => {
+            let rails: Vec<String> =
+                p.rails.iter().map(|r| format!("{} {}", r.name, watts(r.watts))).collect();
+            format!(
+                "power {} ({} via {}): {}",
+                watts(p.total_w),
+                p.total.as_deref().unwrap_or(""),
+                p.source.unwrap_or(""),
+                rails.join(", ")
+            )
+        }
+    }
+}
+
+pub fn memory_text(s: &Snapshot) -> String {
+    let rss = s.rss_bytes.map_or("n/a".into(), mib);
+    match &s.memory {
+        None => format!("memory n/a; edgert RSS {rss}"),
+        Some(m) => {
+            let nvmap = m.nvmap_used_bytes.map_or(String::new(), |b| format!(", nvmap {}", mib(b)));
+            format!(
+                "memory {}/{} GiB used, swap {}/{} GiB{nvmap}; edgert RSS {rss}",
+                gib(m.used_bytes),
+                gib(m.total_bytes),
+                gib(m.swap_used_bytes),
+                gib(m.swap_total_bytes)
+            )
+        }
+    }
+}
+
+pub fn clocks_text(c: &Clocks) -> String {
+    let locked = match c.locked() {
+        Some(true) => "locked",
+        Some(false) => "not locked",
+        None => "n/a",
+    };
+    let cpus: Vec<String> = c
+        .cpus
+        .iter()
+        .map(|core| match (&core.clock, core.online) {
+            (Some(k), _) => format!("{:.0}", k.cur_mhz),
+            (None, true) => "?".into(),
+            (None, false) => "off".into(),
+        })
+        .collect();
+    let mut text = format!("clocks {locked}; CPU [{}] MHz", cpus.join(","));
+    if let Some(gpu) = &c.gpu {
+        let load = gpu.load_pct.map_or("n/a".into(), |l| format!("{l:.0} %"));
+        let mhz = gpu.clock.as_ref().map_or(String::new(), |k| format!(" @ {:.0} MHz", k.cur_mhz));
+        text += &format!("; GPU {load}{mhz}");
+    }
+    if let Some(emc) = c.emc_mhz {
+        text += &format!("; EMC {emc:.0} MHz");
+    }
+    text
+}
+
+pub fn thermal_text(zones: &[Zone]) -> String {
+    if zones.is_empty() {
+        return "thermal n/a".into();
+    }
+    let list: Vec<String> = zones.iter().map(|z| format!("{} {:.1} °C", z.name, z.celsius)).collect();
+    format!("thermal {}", list.join(", "))
+}

@@ -1,0 +1,84 @@
+//! `edgert monitor`: the board's power, memory, clocks, GPU load and temperatures, live, one
+//! compact line per interval (like tegrastats, with names), and optionally as Prometheus gauges.
+
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+use serde::Serialize;
+
+use super::board_view::{self, PowerNow};
+use super::emit;
+use super::prometheus::Exporter;
+use crate::metrics::power::PowerSensors;
+use crate::metrics::telemetry::{Snapshot, Telemetry};
+
+#[derive(Args)]
+pub struct MonitorArgs {
+    /// Time between readings.
+    #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(u64).range(10..))]
+    interval_ms: u64,
+    /// Stop after this many readings (default: run until interrupted).
+    #[arg(long, value_name = "N")]
+    count: Option<u64>,
+    /// One JSON object per reading instead of a text line.
+    #[arg(long)]
+    json: bool,
+    /// Serve the readings as Prometheus gauges at http://ADDR/metrics (loopback only; port 0 picks one).
+    #[arg(long, value_name = "ADDR")]
+    prometheus: Option<String>,
+    /// Root of sysfs, procfs and /etc for the board's sensors (a fixture tree to test without a board).
+    #[arg(long, env = "EDGERT_SYSFS_ROOT", default_value = "/", value_name = "DIR")]
+    sysfs_root: std::path::PathBuf,
+}
+
+#[derive(Serialize)]
+struct Reading<'a> {
+    t_s: f64,
+    power: &'a PowerNow,
+    telemetry: &'a Snapshot,
+}
+
+pub fn main(args: MonitorArgs) -> anyhow::Result<ExitCode> {
+    let exporter = args.prometheus.as_deref().map(Exporter::start).transpose()?;
+    if let Some(e) = &exporter {
+        eprintln!("edgert: serving Prometheus metrics at http://{}/metrics", e.address);
+    }
+    let root = &args.sysfs_root;
+    let telemetry = Telemetry::open(root);
+    let mut sensors = PowerSensors::discover(root).and_then(|s| {
+        let open = s.open()?;
+        Ok((s, open))
+    });
+    let interval = Duration::from_millis(args.interval_ms);
+    let started = Instant::now();
+    let mut next = started;
+    for n in 0.. {
+        if args.count.is_some_and(|count| n >= count) {
+            break;
+        }
+        let power = match &mut sensors {
+            Ok((s, open)) => PowerNow::read(s, open),
+            Err(reason) => PowerNow::unavailable(reason.clone()),
+        };
+        let snapshot = telemetry.snapshot();
+        if let Some(e) = &exporter {
+            e.update(&power, &snapshot);
+        }
+        let t_s = started.elapsed().as_secs_f64();
+        if args.json {
+            emit(&serde_json::to_string(&Reading { t_s, power: &power, telemetry: &snapshot })?)?;
+        } else {
+            emit(&format!(
+                "{t_s:7.1}s | {} | {} | {} | {}",
+                board_view::power_text(&power),
+                board_view::memory_text(&snapshot),
+                board_view::clocks_text(&snapshot.clocks),
+                board_view::thermal_text(&snapshot.zones)
+            ))?;
+        }
+        next += interval;
+        std::thread::sleep(next.saturating_duration_since(Instant::now()));
+    }
+    Ok(ExitCode::SUCCESS)
+}

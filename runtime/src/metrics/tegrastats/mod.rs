@@ -1,0 +1,175 @@
+//! The `tegrastats` fallback: where sysfs cannot be read (a container, a locked-down image) but
+//! `tegrastats` is on the PATH, its lines give power, RAM, GPU load and temperatures. The format
+//! changes between JetPack releases, so fields are found by name, never by position.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+/// One parsed line. Power rails keep the line's order.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Line {
+    pub ram_used_mb: Option<u64>,
+    pub ram_total_mb: Option<u64>,
+    pub swap_used_mb: Option<u64>,
+    pub swap_total_mb: Option<u64>,
+    pub gpu_load_pct: Option<f64>,
+    pub gpu_mhz: Option<f64>,
+    /// Per core: `None` when the core is off.
+    pub cpu_mhz: Vec<Option<f64>>,
+    pub temperatures_c: BTreeMap<String, f64>,
+    /// Rail name and its current power in milliwatts.
+    pub rails_mw: Vec<(String, f64)>,
+}
+
+/// `2338/7620MB` → (2338, 7620).
+fn used_of(token: &str) -> Option<(u64, u64)> {
+    let (used, total) = token.trim_end_matches("MB").split_once('/')?;
+    Some((used.parse().ok()?, total.parse().ok()?))
+}
+
+/// `0%@921`, `0%@[305]`, `0%@[0,0]` (AGX Orin's two GPCs: the first), `12%` → (load, MHz).
+fn load_at(token: &str) -> Option<(f64, Option<f64>)> {
+    let (load, freq) = match token.split_once('@') {
+        Some((l, f)) => (l, f.trim_matches(|c| c == '[' || c == ']').split(',').next()),
+        None => (token, None),
+    };
+    Some((load.strip_suffix('%')?.parse().ok()?, freq.and_then(|f| f.parse().ok())))
+}
+
+/// A rail's reading: `4977mW/4977mW` (JetPack 5/6) or `1191/1191` (JetPack 4): current/average.
+fn milliwatts(token: &str) -> Option<f64> {
+    let (current, average) = token.split_once('/')?;
+    let number = |s: &str| s.strip_suffix("mW").unwrap_or(s).parse::<f64>().ok();
+    number(average)?;
+    number(current)
+}
+
+fn is_rail_name(name: &str) -> bool {
+    name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
+}
+
+/// `gpu@44.75C` → ("gpu", 44.75); `-256` readings (no sensor) are dropped.
+fn temperature(token: &str) -> Option<(String, f64)> {
+    let (name, value) = token.split_once('@')?;
+    let celsius: f64 = value.strip_suffix('C')?.parse().ok()?;
+    (celsius > -255.0 && !name.is_empty()).then(|| (name.to_string(), celsius))
+}
+
+pub fn parse(text: &str) -> Line {
+    let tokens: Vec<&str> = text.split_whitespace().collect();
+    let mut line = Line::default();
+    let mut i = 0;
+    while i < tokens.len() {
+        let (name, next) = (tokens[i], tokens.get(i + 1).copied().unwrap_or(""));
+        let mut consumed = true;
+        match name {
+            "RAM" => (line.ram_used_mb, line.ram_total_mb) = used_of(next).unzip(),
+            "SWAP" => (line.swap_used_mb, line.swap_total_mb) = used_of(next).unzip(),
+            "GR3D_FREQ" => {
+                (line.gpu_load_pct, line.gpu_mhz) = load_at(next).map_or((None, None), |(l, f)| (Some(l), f))
+            }
+            "CPU" if next.starts_with('[') => {
+                line.cpu_mhz = next
+                    .trim_matches(|c| c == '[' || c == ']')
+                    .split(',')
+                    .map(|core| load_at(core).and_then(|(_, f)| f))
+                    .collect()
+            }
+            _ if is_rail_name(name) && milliwatts(next).is_some() => {
+                line.rails_mw.push((name.to_string(), milliwatts(next).unwrap_or_default()))
+            }
+            _ => {
+                consumed = false;
+                if let Some((zone, celsius)) = temperature(name) {
+                    line.temperatures_c.insert(zone, celsius);
+                }
+            }
+        }
+        i += if consumed { 2 } else { 1 };
+    }
+    line
+}
+
+/// Module-input rails; without one the total is the sum of rails, as with sysfs.
+const TOTAL_RAILS: &[&str] = &["VDD_IN", "POM_5V_IN"];
+
+impl Line {
+    /// The total's rail name (`None`: sum of rails) and watts.
+    pub fn total_w(&self) -> (Option<&'static str>, Option<f64>) {
+        match TOTAL_RAILS.iter().find(|t| self.rails_mw.iter().any(|r| r.0 == **t)) {
+            Some(t) => (Some(t), self.rails_mw.iter().find(|r| r.0 == *t).map(|r| r.1 / 1e3)),
+            None if self.rails_mw.is_empty() => (None, None),
+            None => (None, Some(self.rails_mw.iter().map(|r| r.1).sum::<f64>() / 1e3)),
+        }
+    }
+}
+
+/// A running `tegrastats --interval N` whose latest line is kept; killed on drop.
+pub struct Stream {
+    child: Child,
+    latest: Arc<Mutex<Option<Line>>>,
+}
+
+impl Stream {
+    /// Starts tegrastats and waits for its first line (at most `interval` + 2 s).
+    pub fn start(interval: Duration) -> Result<Stream, String> {
+        let mut child = Command::new("tegrastats")
+            .arg("--interval")
+            .arg(interval.as_millis().max(1).to_string())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("tegrastats: cannot start: {e}"))?;
+        let stdout = child.stdout.take().ok_or("tegrastats: no output")?;
+        let latest = Arc::new(Mutex::new(None));
+        let shared = latest.clone();
+        std::thread::Builder::new()
+            .name("edgert-tegrastats".into())
+            .spawn(move || {
+                for text in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    *shared.lock().unwrap_or_else(|e| e.into_inner()) = Some(parse(&text));
+                }
+            })
+            .map_err(|e| format!("tegrastats: {e}"))?;
+        let stream = Stream { child, latest };
+        let deadline = Instant::now() + interval + Duration::from_secs(2);
+        while stream.latest().is_none() {
+            if Instant::now() > deadline {
+                return Err("tegrastats: printed no line".into());
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        Ok(stream)
+    }
+
+    pub fn latest(&self) -> Option<Line> {
+        self.latest.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Whether a `tegrastats` executable is on the PATH.
+pub fn on_path() -> bool {
+    std::env::var_os("PATH").is_some_and(|paths| {
+        std::env::split_paths(&paths).any(|dir| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(dir.join("tegrastats"))
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,372 @@
+//! Telemetry on fixture boards: provenance, memory, clocks, GPU load and temperatures in `info`
+//! and in bench reports; throttling; the tegrastats fallback; `monitor` and its Prometheus endpoint.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+use common::*;
+use serde_json::Value;
+
+fn fixture(board: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs").join(board)
+}
+
+fn info(root: &Path) -> Value {
+    let out = edgert(&["info", "--json", "--sysfs-root", root.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    serde_json::from_str(&stdout(&out)).unwrap()
+}
+
+fn zone_names(info: &Value) -> Vec<String> {
+    info["telemetry"]["zones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|z| z["name"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn info_describes_each_fixture_board() {
+    // (board, model, L4T, CUDA, TensorRT, clocks locked, GPU load %, online cores)
+    let boards = [
+        ("jetson-nano-jp4", "NVIDIA Jetson Nano Developer Kit", "32.7.1", "10.2.300", "8.2.1", false, 0.0, 4),
+        (
+            "xavier-nx-jp5",
+            "NVIDIA Jetson Xavier NX Developer Kit",
+            "35.4.1",
+            "11.4.315",
+            "8.5.2",
+            true,
+            12.3,
+            4,
+        ),
+        (
+            "orin-nano-jp6",
+            "NVIDIA Jetson Orin Nano Developer Kit",
+            "36.3.0",
+            "12.2.140",
+            "8.6.2",
+            false,
+            3.0,
+            6,
+        ),
+        (
+            "agx-orin-jp6",
+            "NVIDIA Jetson AGX Orin Developer Kit",
+            "36.4.0",
+            "12.6.68",
+            "10.3.0",
+            true,
+            45.0,
+            12,
+        ),
+    ];
+    for (board, model, l4t, cuda, trt, locked, load, online) in boards {
+        let i = info(&fixture(board));
+        let p = &i["provenance"];
+        assert_eq!((p["board"].as_str(), p["l4t"].as_str()), (Some(model), Some(l4t)), "{board}");
+        assert_eq!((p["cuda"].as_str(), p["tensorrt"].as_str()), (Some(cuda), Some(trt)), "{board}");
+        assert!(p["kernel"].as_str().unwrap().ends_with("-tegra"), "{board}: {p}");
+        assert_eq!(i["power"]["available"], true, "{board}");
+        let t = &i["telemetry"];
+        assert!(t["memory"]["nvmap_used_bytes"].as_u64().unwrap() > 0, "{board}: {t}");
+        let clocks = &t["clocks"];
+        let cpus = clocks["cpus"].as_array().unwrap();
+        assert_eq!(cpus.iter().filter(|c| c["clock"].is_object()).count(), online, "{board}");
+        let gpu = &clocks["gpu"];
+        assert_eq!(gpu["load_pct"].as_f64(), Some(load), "{board}: {gpu}");
+        let gpu_locked = gpu["clock"]["min_mhz"] == gpu["clock"]["max_mhz"];
+        assert_eq!(gpu_locked, locked, "{board}");
+        assert!(zone_names(&i).iter().all(|z| !z.starts_with("cv")), "{board}: −256 °C zones are dropped");
+        assert!(!zone_names(&i).is_empty(), "{board}");
+    }
+    let nano = info(&fixture("jetson-nano-jp4"));
+    assert_eq!(nano["telemetry"]["clocks"]["emc_mhz"], 1600.0);
+    assert_eq!(nano["telemetry"]["clocks"]["gpu"]["device"], "57000000.gpu");
+    let xavier = info(&fixture("xavier-nx-jp5"));
+    let offline = &xavier["telemetry"]["clocks"]["cpus"][5];
+    assert_eq!((offline["online"].as_bool(), offline["clock"].is_null()), (Some(false), true));
+}
+
+#[test]
+fn info_text_shows_provenance_memory_clocks_and_temperatures() {
+    let out = edgert(&["info", "--sysfs-root", fixture("orin-nano-jp6").to_str().unwrap()]);
+    let text = stdout(&out);
+    for expected in [
+        "board    NVIDIA Jetson Orin Nano Developer Kit",
+        "L4T 36.3.0, power mode n/a, CUDA 12.2.140, TensorRT 8.6.2",
+        "nvmap 256 MiB",
+        "clocks not locked; CPU [730,730,730,730,730,730] MHz; GPU 3 % @ 305 MHz; EMC 2133 MHz",
+        "thermal cpu-thermal 45.5 °C, gpu-thermal 44.8 °C, soc0-thermal 45.4 °C, tj-thermal 45.5 °C",
+    ] {
+        assert!(text.contains(expected), "missing {expected:?} in\n{text}");
+    }
+}
+
+/// Copies a fixture tree so a test can change it.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn bench(root: &Path, extra: &[&str]) -> (Value, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv) = (dir.path().join("r.json"), dir.path().join("r.csv"));
+    let model = model("digits_mlp_nchw.toml");
+    let mut args = vec![
+        "bench",
+        "--model",
+        model.to_str().unwrap(),
+        "--duration-s",
+        "0.3",
+        "--warmup-ms",
+        "0",
+        "--idle-s",
+        "0",
+        "--sysfs-root",
+        root.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ];
+    args.extend(extra);
+    let out = edgert(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (report, std::fs::read_to_string(&csv).unwrap(), stderr(&out))
+}
+
+#[test]
+fn a_bench_on_locked_clocks_reports_telemetry_without_warnings() {
+    let (report, csv, _) = bench(&fixture("agx-orin-jp6"), &["--telemetry-interval-ms", "50"]);
+    assert_eq!(report["provenance"]["l4t"], "36.4.0");
+    assert!(report["model"]["weight_bytes"].as_u64().unwrap() > 0);
+    assert!(
+        report["model"]["file_bytes"].as_u64().unwrap() >= report["model"]["weight_bytes"].as_u64().unwrap()
+    );
+    let t = &report["runs"][0]["telemetry"];
+    assert_eq!((t["clocks_locked"].as_bool(), t["throttled"].as_bool()), (Some(true), Some(false)), "{t}");
+    assert!(t["samples"].as_u64().unwrap() >= 4, "0.3 s at 50 ms: {t}");
+    let rss = t["rss_series"].as_array().unwrap();
+    assert_eq!(rss.len() as u64, t["samples"].as_u64().unwrap());
+    assert!(rss.iter().all(|p| p[1].as_u64().unwrap() > 1 << 20), "{t}");
+    assert_eq!(t["gpu_mhz"]["min"], 1300.5);
+    assert_eq!(t["cpu_mhz"].as_array().unwrap().len(), 12);
+    assert_eq!(t["zones"].as_array().unwrap().len(), 4, "two absent cv zones dropped: {t}");
+    let warnings: Vec<&str> =
+        report["warnings"].as_array().unwrap().iter().map(|w| w.as_str().unwrap()).collect();
+    assert!(!warnings.iter().any(|w| w.contains("clocks") || w.contains("throttled")), "{warnings:?}");
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let row: Vec<&str> = csv.lines().nth(1).unwrap().split(',').collect();
+    let cell = |name: &str| row[header.iter().position(|h| *h == name).unwrap()];
+    assert_eq!((cell("clocks_locked"), cell("throttled"), cell("l4t")), ("true", "false", "36.4.0"));
+    assert_eq!(cell("temperature_max_c"), "47.5");
+    assert!(cell("energy_per_inference_mj").parse::<f64>().unwrap() > 0.0);
+}
+
+#[test]
+fn a_zone_past_its_trip_point_and_unlocked_clocks_are_warned_about() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("orin-nano-jp6"), dir.path());
+    // tj-thermal (zone 4) at 100 °C, past its 99 °C passive trip point.
+    std::fs::write(dir.path().join("sys/class/thermal/thermal_zone4/temp"), "100000\n").unwrap();
+    let (report, _, log) = bench(dir.path(), &[]);
+    let t = &report["runs"][0]["telemetry"];
+    assert_eq!(t["throttled"], true, "{t}");
+    assert_eq!(t["throttle_reasons"][0], "tj-thermal reached 100.0 °C, past its trip point 99.0 °C");
+    assert!(log.contains("warning: batch 1: throttled: tj-thermal reached 100.0 °C"), "{log}");
+    assert!(log.contains("clocks are not locked"), "{log}");
+}
+
+/// A folder holding one executable shell script named `name`, to put on the PATH.
+fn fake_tool(name: &str, body: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join(name);
+    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    dir
+}
+
+/// A fake `tegrastats` that prints a fixture line every 50 ms.
+fn fake_tegrastats(line_file: &str) -> tempfile::TempDir {
+    let line = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tegrastats").join(line_file);
+    fake_tool("tegrastats", &format!("while true; do cat '{}'; sleep 0.05; done", line.display()))
+}
+
+fn path_with(dir: &Path) -> String {
+    format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default())
+}
+
+#[test]
+fn without_sysfs_tegrastats_gives_power_gpu_load_and_temperatures() {
+    let fake = fake_tegrastats("jp6-orin-nano.txt");
+    let empty = tempfile::tempdir().unwrap();
+    let out = command(&["info", "--json", "--sysfs-root", empty.path().to_str().unwrap()])
+        .env("PATH", path_with(fake.path()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let i: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let p = &i["power"];
+    assert_eq!((p["source"].as_str(), p["total"].as_str()), (Some("tegrastats"), Some("VDD_IN")), "{p}");
+    assert_eq!(p["total_w"], 4.977);
+    assert_eq!(i["telemetry_source"], "tegrastats");
+    assert_eq!(i["telemetry"]["clocks"]["gpu"]["load_pct"], 3.0);
+    assert_eq!(i["telemetry"]["zones"].as_array().unwrap().len(), 6);
+    assert_eq!(i["telemetry"]["memory"]["used_bytes"], 2338u64 << 20, "no meminfo under the root");
+
+    let model = model("digits_mlp_nchw.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let args =
+        ["bench", "-m", model.to_str().unwrap(), "--duration-s", "0.3", "--warmup-ms", "0", "--idle-s", "0"];
+    let out = command(&args)
+        .args(["--sysfs-root", empty.path().to_str().unwrap(), "--json", json.to_str().unwrap()])
+        .env("PATH", path_with(fake.path()))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let power = &report["runs"][0]["power"];
+    assert_eq!(
+        (power["available"].as_bool(), power["source"].as_str()),
+        (Some(true), Some("tegrastats")),
+        "{power}"
+    );
+    assert!((power["mean_w"].as_f64().unwrap() - 4.977).abs() < 1e-9, "{power}");
+    assert_eq!(report["runs"][0]["telemetry"]["source"], "tegrastats");
+}
+
+#[test]
+fn the_power_mode_comes_from_nvpmodel() {
+    let fake = fake_tool("nvpmodel", "[ \"$1\" = -q ] && printf 'NV Power Mode: 15W\\n2\\n'");
+    let out = command(&["info", "--json", "--sysfs-root", fixture("orin-nano-jp6").to_str().unwrap()])
+        .env("PATH", path_with(fake.path()))
+        .output()
+        .unwrap();
+    let i: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(i["provenance"]["nvpmodel"], "15W (2)");
+}
+
+#[test]
+fn monitor_prints_a_line_per_reading() {
+    let root = fixture("xavier-nx-jp5");
+    let out =
+        edgert(&["monitor", "--count", "3", "--interval-ms", "20", "--sysfs-root", root.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert_eq!(text.lines().count(), 3, "{text}");
+    assert!(
+        text.lines()
+            .all(|l| l.contains("power 5.21 W (VDD_IN via ina3221 hwmon)") && l.contains("clocks locked")),
+        "{text}"
+    );
+    let out = edgert(&[
+        "monitor",
+        "--count",
+        "2",
+        "--interval-ms",
+        "20",
+        "--json",
+        "--sysfs-root",
+        root.to_str().unwrap(),
+    ]);
+    let lines: Vec<Value> = stdout(&out).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 2);
+    assert!(lines[1]["t_s"].as_f64().unwrap() >= 0.02);
+    assert_eq!(lines[0]["telemetry"]["clocks"]["gpu"]["device"], "17000000.gv11b");
+}
+
+fn http_get(address: &str, path: &str) -> String {
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    response
+}
+
+#[test]
+fn monitor_serves_prometheus_gauges_on_loopback() {
+    let root = fixture("agx-orin-jp6");
+    let mut child = command(&["monitor", "--interval-ms", "50", "--prometheus", "127.0.0.1:0"])
+        .args(["--sysfs-root", root.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stderr.take().unwrap()).read_line(&mut first).unwrap();
+    let address =
+        first.trim().split("http://").nth(1).and_then(|u| u.strip_suffix("/metrics")).unwrap().to_string();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let metrics = http_get(&address, "/metrics");
+    let missing = http_get(&address, "/");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(metrics.starts_with("HTTP/1.0 200") || metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    assert!(metrics.contains("text/plain; version=0.0.4"), "{metrics}");
+    for expected in [
+        "# TYPE edgert_power_watts gauge",
+        "edgert_power_watts{rail=\"VDD_GPU_SOC\",source=\"rail\"} 6.0096",
+        "edgert_power_watts{rail=\"total\",source=\"sum of rails\"}",
+        "edgert_temperature_celsius{zone=\"tj-thermal\"} 47.5",
+        "edgert_gpu_load_percent{device=\"17000000.gpu\"} 45",
+        "edgert_clocks_locked 1",
+        "edgert_memory_bytes{kind=\"nvmap_used\"} 536870912",
+    ] {
+        assert!(metrics.contains(expected), "missing {expected:?} in\n{metrics}");
+    }
+    assert!(missing.contains(" 404 "), "{missing}");
+}
+
+#[test]
+fn monitor_refuses_a_non_loopback_or_busy_address() {
+    let out = edgert(&["monitor", "--count", "1", "--prometheus", "0.0.0.0:9101"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--prometheus 0.0.0.0:9101: not a loopback address"), "{}", stderr(&out));
+    let out = edgert(&["monitor", "--count", "1", "--prometheus", "localhost"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = busy.local_addr().unwrap().to_string();
+    let out = edgert(&["monitor", "--count", "1", "--prometheus", &address]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = stderr(&out);
+    assert!(
+        err.starts_with(&format!("edgert: error: {address}: cannot serve:")) && err.lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
+fn sensors_that_vanish_or_return_garbage_are_left_out_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("orin-nano-jp6"), dir.path());
+    let sys = dir.path().join("sys");
+    std::fs::write(sys.join("class/thermal/thermal_zone0/temp"), "garbage\n").unwrap();
+    std::fs::remove_file(sys.join("devices/system/cpu/cpu2/cpufreq/scaling_cur_freq")).unwrap();
+    std::fs::remove_file(sys.join("class/devfreq/17000000.ga10b/device/load")).unwrap();
+    std::fs::write(dir.path().join("proc/meminfo"), "MemTotal: nonsense\n").unwrap();
+    let i = info(dir.path());
+    let t = &i["telemetry"];
+    assert!(
+        !zone_names(&i).contains(&"cpu-thermal".to_string())
+            && zone_names(&i).contains(&"gpu-thermal".to_string())
+    );
+    assert!(t["clocks"]["cpus"][2]["clock"].is_null() && t["clocks"]["cpus"][3]["clock"].is_object(), "{t}");
+    assert!(t["clocks"]["gpu"]["load_pct"].is_null() && t["clocks"]["gpu"]["clock"].is_object(), "{t}");
+    assert!(t["memory"].is_null(), "{t}");
+}
