@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""edgert's CPU inference against onnxruntime (CPU provider), same model, same photo, same thread
-count, in one run; prints a markdown table with the ratio edgert / onnxruntime.
+"""edgert's CPU backends against onnxruntime's own Python API (CPU provider), same model, same photo,
+same thread count, in one run; prints a markdown table with the ratios edgert / onnxruntime.
 
-Both sides time the inference stage only (the model call on a ready 1×C×H×W tensor) with the same
-protocol: 200 ms warm-up, then at least --duration-s seconds and 10 iterations; p50 and p99 are
-nearest-rank. onnxruntime's input is the photo preprocessed by Pillow with the manifest's recipe.
+Latency: both sides time the inference stage only (the model call on a ready 1×C×H×W tensor) with
+the same protocol: 200 ms warm-up, then at least --duration-s seconds and 10 iterations; p50 and p99
+are nearest-rank. onnxruntime's input is the photo preprocessed by Pillow with the manifest's recipe.
+Cold start: wall time of a fresh process from start to its first result, the median of --cold-runs:
+`edgert run` on the photo against a Python process that imports onnxruntime, opens the session and
+runs it once. edgert's `ort` backend uses the onnxruntime library of the Python package imported here.
 
-    python3 benches/peer_onnxruntime.py [--edgert target/release/edgert] [--threads 1,2]
+    python3 benches/peer_onnxruntime.py [--edgert target/release/edgert] [--threads 1,2] [--backends cpu,ort]
 Needs: pip install onnxruntime numpy pillow (see benches/README.md).
 """
 import argparse
@@ -69,18 +72,37 @@ def time_onnxruntime(onnx_path, x, threads, duration_s):
     return percentile(samples, 50), percentile(samples, 99)
 
 
-def time_edgert(edgert, manifest_path, photo, threads, duration_s):
+def time_edgert(edgert, manifest_path, photo, backend, threads, duration_s, env):
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "r.json")
         done = subprocess.run(
-            [edgert, "bench", "--model", manifest_path, "--input", photo, "--threads", str(threads),
-             "--duration-s", str(duration_s), "--json", report],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            [edgert, "bench", "--model", manifest_path, "--input", photo, "--backend", backend,
+             "--threads", str(threads), "--duration-s", str(duration_s), "--json", report],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         if done.returncode != 0:
             sys.exit(f"peer_onnxruntime.py: edgert failed: {done.stderr.strip()}")
         with open(report) as f:
             stats = json.load(f)["runs"][0]["stages"]["inference"]
     return stats["p50_ms"], stats["p99_ms"]
+
+
+def median_wall_ms(command, runs, env):
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        times.append((time.perf_counter() - t0) * 1e3)
+        if done.returncode != 0:
+            sys.exit(f"peer_onnxruntime.py: {command[0]} failed: {done.stderr.strip()}")
+    return sorted(times)[len(times) // 2]
+
+
+COLD_ONNXRUNTIME = """
+import sys, numpy as np, onnxruntime as ort
+o = ort.SessionOptions(); o.intra_op_num_threads = int(sys.argv[2]); o.inter_op_num_threads = 1
+s = ort.InferenceSession(sys.argv[1], o, providers=["CPUExecutionProvider"])
+x = np.load(sys.argv[3]); s.run(None, {s.get_inputs()[0].name: x})
+"""
 
 
 def main():
@@ -89,25 +111,41 @@ def main():
     ap.add_argument("--models", default="mobilenetv2_fp32,mobilenetv2_int8_qdq")
     ap.add_argument("--photo", default=os.path.join(ROOT, "models/images/chelsea.png"))
     ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--backends", default="cpu,ort")
     ap.add_argument("--duration-s", type=float, default=3.0)
+    ap.add_argument("--cold-runs", type=int, default=5)
     args = ap.parse_args()
     if not os.access(args.edgert, os.X_OK):
         sys.exit(f"peer_onnxruntime.py: {args.edgert}: not an executable (cargo build --release first)")
+    capi = os.path.join(os.path.dirname(ort.__file__), "capi")
+    library = next((os.path.join(capi, f) for f in sorted(os.listdir(capi)) if f.startswith("libonnxruntime.so")), None)
+    env = dict(os.environ, ORT_DYLIB_PATH=library or "")
     print(f"machine: {platform.machine()}, {os.cpu_count()} logical CPUs, {cpu_model()}; "
-          f"onnxruntime {ort.__version__}; photo {os.path.basename(args.photo)}\n")
-    print("| model | threads | edgert cpu p50 | onnxruntime p50 | p50 ratio | edgert cpu p99 | onnxruntime p99 | p99 ratio |")
-    print("|---|---|---|---|---|---|---|---|")
+          f"onnxruntime {ort.__version__} ({library}); photo {os.path.basename(args.photo)}\n")
+    print("| model | threads | engine | p50 | p50 ratio | p99 | p99 ratio | cold start | cold ratio |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for name in args.models.split(","):
         manifest_path = os.path.join(ROOT, "models", name + ".toml")
         with open(manifest_path, "rb") as f:
             manifest = tomllib.load(f)
         onnx_path = os.path.join(ROOT, "models", manifest["model"]["file"])
         x = preprocess(manifest, args.photo)
-        for threads in [int(t) for t in args.threads.split(",")]:
-            e50, e99 = time_edgert(args.edgert, manifest_path, args.photo, threads, args.duration_s)
-            o50, o99 = time_onnxruntime(onnx_path, x, threads, args.duration_s)
-            print(f"| {name} | {threads} | {e50:.2f} ms | {o50:.2f} ms | {e50 / o50:.2f}× | "
-                  f"{e99:.2f} ms | {o99:.2f} ms | {e99 / o99:.2f}× |", flush=True)
+        with tempfile.TemporaryDirectory() as tmp:
+            x_path = os.path.join(tmp, "x.npy")
+            np.save(x_path, x)
+            for threads in [int(t) for t in args.threads.split(",")]:
+                o50, o99 = time_onnxruntime(onnx_path, x, threads, args.duration_s)
+                ocold = median_wall_ms([sys.executable, "-c", COLD_ONNXRUNTIME, onnx_path, str(threads), x_path],
+                                       args.cold_runs, env)
+                print(f"| {name} | {threads} | onnxruntime (Python) | {o50:.2f} ms | 1 | {o99:.2f} ms | 1 | "
+                      f"{ocold:.0f} ms | 1 |", flush=True)
+                for backend in args.backends.split(","):
+                    e50, e99 = time_edgert(args.edgert, manifest_path, args.photo, backend, threads,
+                                           args.duration_s, env)
+                    ecold = median_wall_ms([args.edgert, "run", "--model", manifest_path, "--input", args.photo,
+                                            "--backend", backend, "--threads", str(threads)], args.cold_runs, env)
+                    print(f"| {name} | {threads} | edgert {backend} | {e50:.2f} ms | {e50 / o50:.2f}× | "
+                          f"{e99:.2f} ms | {e99 / o99:.2f}× | {ecold:.0f} ms | {ecold / ocold:.2f}× |", flush=True)
 
 
 def cpu_model():

@@ -20,6 +20,8 @@ pub enum Sample<'a> {
 pub struct Pipeline {
     pub model: Model,
     pub backend: String,
+    /// What runs underneath the backend (`Backend::version`).
+    pub backend_version: Option<String>,
     pub requested_backend: String,
     /// Set when `gpu-or-cpu` ran on the CPU, with the reason.
     pub fallback: Option<String>,
@@ -39,6 +41,7 @@ impl Pipeline {
         let postprocessor = Postprocessor::new(&model, prepared.outputs())?;
         Ok(Pipeline {
             backend: selected.backend.name().to_string(),
+            backend_version: selected.backend.version(),
             requested_backend: selected.requested,
             fallback: selected.fallback,
             model,

@@ -24,6 +24,10 @@ impl Backend for CpuBackend {
         Ok(())
     }
 
+    fn version(&self) -> Option<String> {
+        Some(concat!("tract-onnx ", env!("EDGERT_TRACT_VERSION")).into())
+    }
+
     fn supports(&self, precision: &str) -> Result<(), String> {
         match precision {
             "fp32" | "fp16" | "int8-qdq" => Ok(()),

@@ -2,6 +2,8 @@
 //! (per thread: buffers and state). `registry` lists them in priority order.
 
 pub mod cpu;
+#[cfg(feature = "ort")]
+pub mod ort;
 
 use crate::model::Model;
 use crate::tensor::{HostTensor, TensorSpec};
@@ -26,6 +28,8 @@ pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
     /// Whether the backend can run on this machine, and why not.
     fn check(&self) -> Result<(), String>;
+    /// What runs underneath, for reports: `tract-onnx 0.23.9`, `ONNX Runtime 1.32.0 (path)`.
+    fn version(&self) -> Option<String>;
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>>;
     /// Whether the backend has kernels for a weight precision (`fp32`, `fp16`, `int8-qdq`, `fp8`),
     /// and why not.
@@ -45,11 +49,20 @@ pub trait Session: Send {
 
 /// Backends compiled into this binary, in priority order (GPU backends first once they exist).
 pub fn registry() -> Vec<Box<dyn Backend>> {
-    vec![Box::new(cpu::CpuBackend)]
+    vec![
+        Box::new(cpu::CpuBackend),
+        #[cfg(feature = "ort")]
+        Box::new(ort::OrtBackend),
+    ]
 }
 
 /// Backends edgert knows of but that this binary was built without, with the feature to enable.
-pub const NOT_COMPILED: &[(&str, &str)] = &[("cuda", "cuda"), ("tensorrt", "tensorrt")];
+pub const NOT_COMPILED: &[(&str, &str)] = &[
+    ("cuda", "cuda"),
+    ("tensorrt", "tensorrt"),
+    #[cfg(not(feature = "ort"))]
+    ("ort", "ort"),
+];
 
 /// A backend picked by name, and whether a GPU request fell back to the CPU.
 pub struct Selected {

@@ -127,6 +127,7 @@ pub fn run(
             requested: pipeline.requested_backend.clone(),
             name: pipeline.backend.clone(),
             fallback: pipeline.fallback.clone(),
+            version: pipeline.backend_version.clone(),
         });
         let run = measure(&mut pipeline, &samples, config, &probe, &telemetry, load_ms, progress)?;
         warnings.extend(run.telemetry.warnings().into_iter().map(|w| format!("batch {batch}: {w}")));

@@ -50,6 +50,8 @@ pub struct BackendInfo {
     pub name: String,
     /// Why a `gpu-or-cpu` request ran on the CPU; null otherwise.
     pub fallback: Option<String>,
+    /// What ran underneath: `tract-onnx 0.23.9`, `ONNX Runtime 1.32.0 (path)`.
+    pub version: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -14,6 +14,9 @@ use crate::Error;
 
 #[derive(Args)]
 pub struct BenchArgs {
+    #[cfg(feature = "ort")]
+    #[command(flatten)]
+    ort: super::ort_args::OrtArgs,
     #[command(flatten)]
     model: ModelArgs,
     /// cpu, gpu (strict) or gpu-or-cpu (falls back to the CPU and says so).
@@ -58,6 +61,8 @@ impl BenchArgs {
 }
 
 pub fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
+    #[cfg(feature = "ort")]
+    args.ort.apply();
     let config = args.config()?;
     let read = Instant::now();
     let model = args.model.load()?;

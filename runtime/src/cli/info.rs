@@ -32,6 +32,8 @@ struct BackendStatus {
     usable: bool,
     /// Why it is not compiled in or not usable.
     reason: Option<String>,
+    /// What runs underneath, where it loads.
+    version: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -65,6 +67,7 @@ fn backends() -> Vec<BackendStatus> {
                 compiled: true,
                 usable: check.is_ok(),
                 reason: check.err(),
+                version: b.version(),
             }
         })
         .collect();
@@ -73,6 +76,7 @@ fn backends() -> Vec<BackendStatus> {
         compiled: false,
         usable: false,
         reason: Some(format!("not compiled in (build with --features {feature})")),
+        version: None,
     }));
     list
 }
@@ -108,7 +112,7 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
     emit("backends")?;
     for b in &info.backends {
         let state = match (b.compiled, b.usable) {
-            (true, true) => "compiled in, usable here".to_string(),
+            (true, true) => format!("compiled in, usable here: {}", b.version.as_deref().unwrap_or("")),
             (_, _) => b.reason.clone().unwrap_or_default(),
         };
         emit(&format!("  {:<9} {state}", b.name))?;

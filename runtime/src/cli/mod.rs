@@ -7,6 +7,8 @@ mod info;
 mod inspect;
 mod measure_args;
 mod monitor;
+#[cfg(feature = "ort")]
+mod ort_args;
 mod prometheus;
 mod run;
 mod tune;

@@ -14,6 +14,9 @@ use crate::postprocess::Prediction;
 
 #[derive(Args)]
 pub struct RunArgs {
+    #[cfg(feature = "ort")]
+    #[command(flatten)]
+    ort: super::ort_args::OrtArgs,
     #[command(flatten)]
     model: ModelArgs,
     /// An image, a folder of images, or an .npz with `x` samples (and `y` labels).
@@ -34,6 +37,8 @@ pub struct RunArgs {
 }
 
 pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
+    #[cfg(feature = "ort")]
+    args.ort.apply();
     let mut model = args.model.load()?;
     if let Some(k) = args.top_k {
         model.manifest.classification.top_k = k as usize;

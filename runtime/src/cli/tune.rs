@@ -12,6 +12,9 @@ use crate::tune::{self, plot, TuneConfig, TuneReport};
 
 #[derive(Args)]
 pub struct TuneArgs {
+    #[cfg(feature = "ort")]
+    #[command(flatten)]
+    ort: super::ort_args::OrtArgs,
     /// The base model (usually FP32) every variant is validated against.
     #[arg(long, short, value_name = "M")]
     model: PathBuf,
@@ -36,6 +39,8 @@ pub struct TuneArgs {
 }
 
 pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
+    #[cfg(feature = "ort")]
+    args.ort.apply();
     let timing = args.timing.settings()?;
     let base = load_model(&args.model)?;
     let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;

@@ -13,6 +13,9 @@ pub const OVER_BUDGET: u8 = 3;
 
 #[derive(Args)]
 pub struct ValidateArgs {
+    #[cfg(feature = "ort")]
+    #[command(flatten)]
+    ort: super::ort_args::OrtArgs,
     /// The model to compare against (manifest or .onnx), usually FP32.
     #[arg(long, value_name = "M")]
     reference: PathBuf,
@@ -54,6 +57,8 @@ impl DataArgs {
 }
 
 pub fn main(args: ValidateArgs) -> anyhow::Result<ExitCode> {
+    #[cfg(feature = "ort")]
+    args.ort.apply();
     let reference = load_model(&args.reference)?;
     let candidate = load_model(&args.candidate)?;
     let data = args.data.load(&reference)?;

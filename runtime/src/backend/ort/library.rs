@@ -1,0 +1,189 @@
+//! Finding and checking the ONNX Runtime library: `--ort-lib`, else `ORT_DYLIB_PATH`, else the usual
+//! install locations (system folders, JetPack's, pip's `onnxruntime/capi/`). Before `ort` loads it,
+//! the file's architecture and version are checked, so a wrong library is a clear error naming the
+//! file and what was found, not a crash.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// The oldest ONNX Runtime whose API `ort` is built for (`api-17` in Cargo.toml).
+pub const MIN_MINOR: u32 = 17;
+
+static FLAG: OnceLock<PathBuf> = OnceLock::new();
+
+/// The library named by `--ort-lib`; it wins over `ORT_DYLIB_PATH` and the search.
+pub fn set_library(path: PathBuf) {
+    let _ = FLAG.set(path);
+}
+
+/// Folders searched when neither the flag nor the variable names a library.
+fn search_folders() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = std::env::var_os("LD_LIBRARY_PATH")
+        .map(|v| std::env::split_paths(&v).filter(|d| !d.as_os_str().is_empty()).collect())
+        .unwrap_or_default();
+    let arch = std::env::consts::ARCH;
+    for dir in [
+        format!("/usr/lib/{arch}-linux-gnu"),
+        "/usr/lib".into(),
+        "/usr/local/lib".into(),
+        "/opt/onnxruntime/lib".into(),
+        "/usr/local/onnxruntime/lib".into(),
+    ] {
+        dirs.push(dir.into());
+    }
+    // pip installs: `site-packages/onnxruntime/capi/libonnxruntime.so.<version>`.
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let pythons = ["/usr/lib", "/usr/local/lib"]
+        .into_iter()
+        .map(PathBuf::from)
+        .chain(home.map(|h| h.join(".local/lib")));
+    for base in pythons {
+        for python in crate::metrics::sysfs::entries(&base) {
+            let is_python = python.file_name().is_some_and(|n| n.to_string_lossy().starts_with("python3"));
+            if is_python {
+                for packages in ["site-packages", "dist-packages"] {
+                    dirs.push(python.join(packages).join("onnxruntime/capi"));
+                }
+            }
+        }
+    }
+    dirs
+}
+
+/// `libonnxruntime.so` or a versioned `libonnxruntime.so.1.32.0` in a folder.
+fn find_in(dir: &Path) -> Option<PathBuf> {
+    crate::metrics::sysfs::entries(dir).into_iter().find(|p| {
+        p.file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n == "libonnxruntime.so" || n.starts_with("libonnxruntime.so."))
+    })
+}
+
+/// Where the library is, or an error naming every place looked at and the fix.
+pub fn resolve() -> Result<PathBuf, String> {
+    if let Some(path) = FLAG.get() {
+        return existing(path, "--ort-lib");
+    }
+    if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {
+        return existing(Path::new(&path), "ORT_DYLIB_PATH");
+    }
+    let dirs = search_folders();
+    dirs.iter().find_map(|d| find_in(d)).ok_or_else(|| {
+        let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+        format!(
+            "libonnxruntime not found (searched {}); install ONNX Runtime (`pip install onnxruntime` ships \
+             onnxruntime/capi/libonnxruntime.so.<version>) and set ORT_DYLIB_PATH or --ort-lib",
+            searched.join(", ")
+        )
+    })
+}
+
+fn existing(path: &Path, from: &str) -> Result<PathBuf, String> {
+    if path.is_file() {
+        Ok(path.to_owned())
+    } else {
+        Err(format!("{}: no such file (from {from})", path.display()))
+    }
+}
+
+/// The ELF machine this binary runs on, as `e_machine` numbers.
+fn own_machine() -> Option<(u16, &'static str)> {
+    match std::env::consts::ARCH {
+        "x86_64" => Some((62, "x86_64")),
+        "aarch64" => Some((183, "aarch64")),
+        _ => None,
+    }
+}
+
+fn machine_name(code: u16) -> String {
+    match code {
+        3 => "x86 (32-bit)".into(),
+        40 => "arm (32-bit)".into(),
+        62 => "x86_64".into(),
+        183 => "aarch64".into(),
+        other => format!("ELF machine {other}"),
+    }
+}
+
+/// Checks that `path` is a 64-bit ELF library for this machine's architecture.
+pub fn check_elf(path: &Path) -> Result<(), String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    if bytes.len() < 20 || &bytes[..4] != b"\x7fELF" {
+        return Err(format!("{}: not a shared library (no ELF header)", path.display()));
+    }
+    let machine = if bytes[5] == 1 {
+        u16::from_le_bytes([bytes[18], bytes[19]])
+    } else {
+        u16::from_be_bytes([bytes[18], bytes[19]])
+    };
+    match own_machine() {
+        Some((own, name)) if own != machine => Err(format!(
+            "{}: built for {}, but this edgert runs on {name}; install the ONNX Runtime for {name}",
+            path.display(),
+            machine_name(machine)
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Checks the file, loads it, and reads its version; an ONNX Runtime older than 1.17 is refused.
+pub fn check(path: &Path) -> Result<String, String> {
+    check_elf(path)?;
+    let version = read_version(path)?;
+    let minor = version.split('.').nth(1).and_then(|m| m.parse::<u32>().ok());
+    match minor {
+        Some(m) if m >= MIN_MINOR => Ok(version),
+        _ => Err(format!(
+            "{}: ONNX Runtime {version} is too old or not a release; edgert's ort backend needs 1.{MIN_MINOR} or newer",
+            path.display()
+        )),
+    }
+}
+
+/// `OrtGetApiBase()->GetVersionString()` of the library.
+fn read_version(path: &Path) -> Result<String, String> {
+    // SAFETY: loading runs the library's initializers; the file was checked to be an ELF library
+    // for this architecture, and it is the library the user asked for.
+    let library = unsafe { libloading::Library::new(path) }
+        .map_err(|e| format!("{}: cannot load: {e}", path.display()))?;
+    // SAFETY: the symbol's type is ONNX Runtime's `const OrtApiBase* OrtGetApiBase(void)`.
+    let get_base: libloading::Symbol<unsafe extern "C" fn() -> *const ort::sys::OrtApiBase> =
+        unsafe { library.get(b"OrtGetApiBase") }
+            .map_err(|_| format!("{}: not ONNX Runtime (no OrtGetApiBase symbol)", path.display()))?;
+    // SAFETY: OrtGetApiBase returns a pointer to a static struct, or null from a broken library.
+    let base = unsafe { get_base() };
+    if base.is_null() {
+        return Err(format!("{}: OrtGetApiBase returned nothing", path.display()));
+    }
+    // SAFETY: GetVersionString returns a static NUL-terminated string.
+    let text = unsafe { std::ffi::CStr::from_ptr(((*base).GetVersionString)()) };
+    Ok(text.to_string_lossy().into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn elf(machine: u16) -> tempfile::NamedTempFile {
+        let mut header = vec![0u8; 64];
+        header[..4].copy_from_slice(b"\x7fELF");
+        header[4] = 2; // 64-bit
+        header[5] = 1; // little-endian
+        header[18..20].copy_from_slice(&machine.to_le_bytes());
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), header).unwrap();
+        file
+    }
+
+    #[test]
+    fn a_library_for_another_architecture_is_named_as_such() {
+        let (own, name) = own_machine().unwrap();
+        let other = if own == 62 { 183 } else { 62 };
+        let err = check_elf(elf(other).path()).unwrap_err();
+        assert!(err.contains(&format!("built for {}", machine_name(other))) && err.contains(name), "{err}");
+        assert!(check_elf(elf(own).path()).is_ok());
+        let text = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(text.path(), "not a library").unwrap();
+        assert!(check_elf(text.path()).unwrap_err().contains("no ELF header"));
+    }
+}

@@ -1,0 +1,216 @@
+//! The `ort` backend: ONNX Runtime through the `ort` crate, loaded at run time (`load-dynamic`),
+//! so nothing links at build time and a machine without ONNX Runtime says so instead of failing
+//! to start. Execution providers: `cpu`, and on ONNX Runtime builds that carry them (JetPack's GPU
+//! builds) `cuda` and `tensorrt`. A provider that fails to register is an error, never a quiet CPU run.
+
+mod library;
+mod options;
+
+use std::sync::{Mutex, OnceLock};
+
+use ort::ep;
+use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
+use ort::value::Tensor;
+
+pub use self::library::set_library;
+pub use self::options::{configure, OrtOptions, Provider};
+use super::{Backend, PrepareOptions, Prepared, Session};
+use crate::model::{onnx, Model};
+use crate::tensor::{HostTensor, TensorSpec};
+use crate::{Error, Result};
+
+pub struct OrtBackend;
+
+/// The process's ONNX Runtime: loaded once (the library is process-global in `ort`).
+struct Runtime {
+    environment: ort::environment::Environment,
+    version: String,
+    path: std::path::PathBuf,
+}
+
+static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+
+fn runtime() -> Result<&'static Runtime, String> {
+    RUNTIME
+        .get_or_init(|| {
+            let path = library::resolve()?;
+            let version = library::check(&path)?;
+            let environment = ort::init_from(&path)
+                .map_err(|e| format!("{}: {e}", path.display()))?
+                .with_name("edgert")
+                .build()
+                .map_err(|e| format!("{}: cannot create an ONNX Runtime environment: {e}", path.display()))?;
+            Ok(Runtime { environment, version, path })
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+impl Backend for OrtBackend {
+    fn name(&self) -> &'static str {
+        "ort"
+    }
+
+    fn check(&self) -> Result<(), String> {
+        runtime().map(|_| ())
+    }
+
+    fn version(&self) -> Option<String> {
+        runtime().ok().map(|r| format!("ONNX Runtime {} ({})", r.version, r.path.display()))
+    }
+
+    fn supports(&self, precision: &str) -> Result<(), String> {
+        match precision {
+            "fp32" | "fp16" | "int8-qdq" => Ok(()),
+            "fp8" => Err("ONNX Runtime's CPU provider has no FP8 kernels; FP8 needs a GPU of compute capability >= 8.9".into()),
+            other => Err(format!("unknown precision '{other}'")),
+        }
+    }
+
+    fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
+        let runtime = runtime().map_err(|reason| Error::BackendUnavailable { name: "ort".into(), reason })?;
+        let path = model.onnx_path.clone();
+        onnx::check_operators(&path, &model.proto, self.name())?;
+        let recipe = Recipe { path: path.clone(), threads: options.threads, ort: options::configured() };
+        let session = recipe.commit(runtime)?;
+        let shape = model.input_shape(options.batch);
+        let inputs = vec![TensorSpec {
+            name: model.manifest.input.name.clone(),
+            shape: shape.iter().map(|&d| Some(d)).collect(),
+            dtype: "f32".into(),
+        }];
+        let outputs = session
+            .outputs()
+            .iter()
+            .map(|o| TensorSpec { name: o.name().to_string(), shape: Vec::new(), dtype: "f32".into() })
+            .collect();
+        Ok(Box::new(OrtPrepared { recipe, first: Mutex::new(Some(session)), shape, inputs, outputs }))
+    }
+}
+
+/// How to build a session, so each `spawn` after the first gets its own.
+struct Recipe {
+    path: std::path::PathBuf,
+    threads: usize,
+    ort: OrtOptions,
+}
+
+impl Recipe {
+    fn commit(&self, runtime: &Runtime) -> Result<ort::session::Session> {
+        let fail = |what: &str, e: &dyn std::fmt::Display| Error::BackendUnavailable {
+            name: "ort".into(),
+            reason: format!("{}: {what}: {}", self.path.display(), crate::error::one_line(&e.to_string())),
+        };
+        let builder =
+            ort::session::Session::builder(&runtime.environment).map_err(|e| fail("session", &e))?;
+        let builder = self.configure(builder).map_err(|e| fail("session options", &e))?;
+        let mut builder = builder
+            .with_execution_providers([self.provider()])
+            .map_err(|e| fail(&format!("execution provider {} did not register", self.ort.provider), &e))?;
+        builder.commit_from_file(&self.path).map_err(|e| Error::InvalidModel {
+            path: self.path.clone(),
+            reason: format!("ONNX Runtime {}: {}", runtime.version, crate::error::one_line(&e.to_string())),
+        })
+    }
+
+    fn configure(&self, builder: SessionBuilder) -> std::result::Result<SessionBuilder, String> {
+        let text = |e: ort::Error<SessionBuilder>| e.to_string();
+        builder
+            .with_optimization_level(GraphOptimizationLevel::All)
+            .map_err(text)?
+            .with_intra_threads(self.threads)
+            .map_err(text)?
+            .with_inter_threads(1)
+            .map_err(text)?
+            .with_parallel_execution(false)
+            .map_err(text)
+    }
+
+    fn provider(&self) -> ep::ExecutionProviderDispatch {
+        let o = &self.ort;
+        match o.provider {
+            Provider::Cpu => ep::CPU::default().build().error_on_failure(),
+            Provider::Cuda => ep::CUDA::default().build().error_on_failure(),
+            Provider::Tensorrt => {
+                let mut trt = ep::TensorRT::default().with_fp16(o.trt_fp16).with_int8(o.trt_int8);
+                if let Some(dir) = &o.trt_cache {
+                    trt = trt.with_engine_cache(true).with_engine_cache_path(dir.display());
+                }
+                if let Some(core) = o.trt_dla {
+                    trt = trt.with_dla(true).with_dla_core(core);
+                }
+                trt.build().error_on_failure()
+            }
+        }
+    }
+}
+
+struct OrtPrepared {
+    recipe: Recipe,
+    /// The session `prepare` built, handed to the first `spawn`.
+    first: Mutex<Option<ort::session::Session>>,
+    shape: Vec<usize>,
+    inputs: Vec<TensorSpec>,
+    outputs: Vec<TensorSpec>,
+}
+
+impl Prepared for OrtPrepared {
+    fn inputs(&self) -> &[TensorSpec] {
+        &self.inputs
+    }
+
+    fn outputs(&self) -> &[TensorSpec] {
+        &self.outputs
+    }
+
+    fn spawn(&self) -> Result<Box<dyn Session>> {
+        let first = self.first.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let session = match first {
+            Some(session) => session,
+            None => {
+                let runtime =
+                    runtime().map_err(|reason| Error::BackendUnavailable { name: "ort".into(), reason })?;
+                self.recipe.commit(runtime)?
+            }
+        };
+        Ok(Box::new(OrtSession {
+            session,
+            input_name: self.inputs[0].name.clone(),
+            expected: self.shape.clone(),
+            path: self.recipe.path.clone(),
+        }))
+    }
+}
+
+struct OrtSession {
+    session: ort::session::Session,
+    input_name: String,
+    expected: Vec<usize>,
+    path: std::path::PathBuf,
+}
+
+impl Session for OrtSession {
+    fn run(&mut self, input: HostTensor) -> Result<Vec<HostTensor>> {
+        let failed = |e: &dyn std::fmt::Display| Error::Inference {
+            path: self.path.clone(),
+            reason: crate::error::one_line(&e.to_string()),
+        };
+        if input.shape != self.expected {
+            return Err(failed(&format!(
+                "input shape {:?}, session prepared for {:?}",
+                input.shape, self.expected
+            )));
+        }
+        let shape: Vec<i64> = input.shape.iter().map(|&d| d as i64).collect();
+        let tensor = Tensor::from_array((shape, input.data)).map_err(|e| failed(&e))?;
+        let outputs =
+            self.session.run(ort::inputs![self.input_name.as_str() => tensor]).map_err(|e| failed(&e))?;
+        outputs
+            .values()
+            .map(|value| {
+                let (shape, data) = value.try_extract_tensor::<f32>().map_err(|e| failed(&e))?;
+                Ok(HostTensor::new(shape.iter().map(|&d| d as usize).collect(), data.to_vec()))
+            })
+            .collect()
+    }
+}

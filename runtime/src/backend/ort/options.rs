@@ -1,0 +1,48 @@
+//! `--backend ort` settings: the execution provider and TensorRT's options (used on Jetson, where
+//! ONNX Runtime's GPU builds carry the TensorRT provider).
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Provider {
+    #[default]
+    Cpu,
+    Cuda,
+    Tensorrt,
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Provider::Cpu => "cpu",
+            Provider::Cuda => "cuda",
+            Provider::Tensorrt => "tensorrt",
+        })
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OrtOptions {
+    pub provider: Provider,
+    /// TensorRT: let it pick FP16 kernels.
+    pub trt_fp16: bool,
+    /// TensorRT: INT8 (from the model's Q/DQ nodes, or a calibration table).
+    pub trt_int8: bool,
+    /// TensorRT: cache built engines in this folder (building takes minutes on a Jetson).
+    pub trt_cache: Option<PathBuf>,
+    /// TensorRT: run on this DLA core (Xavier, Orin AGX/NX), falling back to the GPU per layer.
+    pub trt_dla: Option<u32>,
+}
+
+static CONFIGURED: OnceLock<OrtOptions> = OnceLock::new();
+
+/// Sets the options for every ort session of this process (the command line's `--ort-*` flags;
+/// ONNX Runtime's library is process-wide too). Later calls are ignored.
+pub fn configure(options: OrtOptions) {
+    let _ = CONFIGURED.set(options);
+}
+
+pub(super) fn configured() -> OrtOptions {
+    CONFIGURED.get().cloned().unwrap_or_default()
+}
