@@ -4,6 +4,7 @@
     python3 models/variants.py prune    --manifest M.toml --ratio 0.5 --out V.onnx   # unstructured magnitude
     python3 models/variants.py prune-2-4 --manifest M.toml --out V.onnx              # 2 of every 4 input weights
     python3 models/variants.py int8     --manifest M.toml --calib DATA --out V.onnx  # TensorRT-style QDQ
+    python3 models/variants.py int8     --manifest M.toml --calib DATA --format qoperator --out V.onnx
 
 Pruning touches the weights of Conv, Gemm and MatMul layers (not biases). Unstructured pruning zeroes
 the smallest-magnitude weights of each layer; 2:4 zeroes the two smallest of every four consecutive
@@ -81,7 +82,7 @@ def calibration(manifest_path, data, limit=200):
     return np.stack([preprocess_photo(manifest, f) for f in files[:limit]])
 
 
-def quantize_int8(src, dst, samples):
+def quantize_int8(src, dst, samples, fmt="qdq"):
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     class Reader(CalibrationDataReader):
@@ -91,9 +92,14 @@ def quantize_int8(src, dst, samples):
         def get_next(self):
             return next(self.items, None)
 
-    quantize_static(src, dst, Reader(), quant_format=QuantFormat.QDQ, per_channel=True, reduce_range=True,
+    # QDQ (Q/DQ pairs around float ops) is what TensorRT and ONNX Runtime fuse into integer kernels;
+    # QOperator (QLinearConv, QLinearMatMul, ...) is what tract runs in integer (see benches/RESULTS.md).
+    quant_format = QuantFormat.QOperator if fmt == "qoperator" else QuantFormat.QDQ
+    quantize_static(src, dst, Reader(), quant_format=quant_format, per_channel=True, reduce_range=True,
                     activation_type=QuantType.QInt8, weight_type=QuantType.QInt8,
-                    extra_options={"ActivationSymmetric": True, "WeightSymmetric": True})
+                    extra_options={"ActivationSymmetric": True, "WeightSymmetric": True},
+                    # QOperator Add, pooling and Gemm become com.microsoft contrib ops (QLinearAdd, QGemm), which tract lacks.
+                    op_types_to_quantize=["Conv", "MatMul"] if fmt == "qoperator" else None)
 
 
 def write_manifest(base_manifest, out, description):
@@ -117,6 +123,8 @@ def main():
     ap.add_argument("--out", required=True, help="the variant's .onnx; its manifest goes beside it")
     ap.add_argument("--ratio", type=float, default=0.5, help="prune: share of each layer's weights to zero")
     ap.add_argument("--calib", help="int8: .npz with x, or a folder of images")
+    ap.add_argument("--format", choices=["qdq", "qoperator"], default="qdq",
+                    help="int8: Q/DQ nodes (TensorRT, ONNX Runtime) or QLinear operators (tract's integer kernels)")
     args = ap.parse_args()
     manifest = read_manifest(args.manifest)
     src = os.path.join(os.path.dirname(os.path.abspath(args.manifest)), manifest["model"]["file"])
@@ -124,8 +132,9 @@ def main():
         if not args.calib:
             sys.exit("variants.py: int8 needs --calib")
         samples = calibration(args.manifest, args.calib)
-        quantize_int8(src, args.out, samples)
-        description = f"INT8 QDQ, calibrated on {len(samples)} samples of {os.path.basename(args.calib)}"
+        quantize_int8(src, args.out, samples, args.format)
+        form = "QOperator" if args.format == "qoperator" else "QDQ"
+        description = f"INT8 {form}, calibrated on {len(samples)} samples of {os.path.basename(args.calib)}"
     else:
         model = onnx.load(src)
         if args.kind == "prune":

@@ -89,13 +89,6 @@ fn bare_onnx_runs_with_defaults() {
     assert!(acc >= 95.0, "{acc}");
 }
 
-fn schema() -> jsonschema::Validator {
-    let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/edgert.bench-2.schema.json"))
-            .unwrap();
-    jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()
-}
-
 #[test]
 fn bench_writes_a_report_that_validates_against_the_schema() {
     let dir = tempfile::tempdir().unwrap();

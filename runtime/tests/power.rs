@@ -3,47 +3,16 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use common::*;
+use edgert::metrics::power::PowerSensors;
 use serde_json::Value;
 
-fn fixture(board: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs").join(board)
-}
-
 fn bench(root: &Path, extra: &[&str]) -> Value {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("r.json");
-    let model = model("digits_mlp_nchw.toml");
-    let mut args = vec![
-        "bench",
-        "--model",
-        model.to_str().unwrap(),
-        "--duration-s",
-        "0.3",
-        "--warmup-ms",
-        "0",
-        "--idle-s",
-        "0.1",
-        "--sysfs-root",
-        root.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-    ];
+    let mut args = vec!["--idle-s", "0.1"];
     args.extend(extra);
-    let out = edgert(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    let schema: Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/edgert.bench-2.schema.json"))
-            .unwrap(),
-    )
-    .unwrap();
-    let validator = jsonschema::validator_for(&schema).unwrap();
-    let errors: Vec<String> = validator.iter_errors(&report).map(|e| e.to_string()).collect();
-    assert!(errors.is_empty(), "{errors:?}");
-    report
+    bench_on_board(root, &args).0
 }
 
 #[test]
@@ -103,4 +72,46 @@ fn info_reads_the_rails_of_a_fixture_board() {
     );
     let here = stdout(&edgert(&["info", "--sysfs-root", "/nonexistent"]));
     assert!(here.contains("power n/a: no INA3221 power sensors under /nonexistent"), "{here}");
+}
+
+fn rail_names(s: &PowerSensors) -> Vec<&str> {
+    s.rails.iter().map(|r| r.name.as_str()).collect()
+}
+
+#[test]
+fn a_sensor_that_vanishes_or_returns_garbage_is_skipped_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("agx-orin-jp6"), dir.path());
+    let s = PowerSensors::discover(dir.path()).unwrap();
+    let hwmon1 = dir.path().join("sys/class/hwmon/hwmon1");
+    std::fs::remove_file(hwmon1.join("curr2_input")).unwrap();
+    std::fs::write(hwmon1.join("in3_input"), "garbage\n").unwrap();
+    for (watts, total) in [s.read().unwrap(), s.open().unwrap().read()] {
+        assert_eq!(watts[1], None);
+        assert_eq!(watts[2], None);
+        assert!(watts[0].is_some() && watts[3].is_some());
+        assert_eq!(total, None, "a sum with a missing rail is not a total");
+    }
+    let err = s.open().unwrap().read_detailed().remove(2).unwrap_err();
+    assert!(err.contains("in3_input") && err.contains("not a number"), "{err}");
+}
+
+#[test]
+fn rapl_packages_and_dram_without_psys_or_subzones() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("x86-rapl"), dir.path());
+    let s = PowerSensors::discover(dir.path()).unwrap();
+    assert_eq!((s.source, s.total_rail.as_deref()), ("rapl", None));
+    assert_eq!(rail_names(&s), ["package-0", "dram"]);
+    let mut open = s.open().unwrap();
+    let zones = dir.path().join("sys/class/powercap");
+    std::fs::write(zones.join("intel-rapl:0/energy_uj"), "124456789\n").unwrap();
+    // The DRAM counter wraps: 65712999613 − 2222222 + 5 µJ later it reads 5.
+    std::fs::write(zones.join("intel-rapl:0:1/energy_uj"), "5\n").unwrap();
+    let (watts, total) = open.read();
+    let (package, dram) = (watts[0].unwrap(), watts[1].unwrap());
+    // 1 J and (65712999613 − 2222222 + 5) µJ over the same few ms: the ratio is exact.
+    let wrapped_j = (65_712_999_613.0 - 2_222_222.0 + 5.0) / 1e6;
+    assert!((dram / package - wrapped_j).abs() < 1e-6 * wrapped_j, "{package} {dram}");
+    assert!((total.unwrap() - package - dram).abs() < 1e-9);
 }

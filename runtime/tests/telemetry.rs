@@ -5,15 +5,11 @@ mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 
 use common::*;
 use serde_json::Value;
-
-fn fixture(board: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs").join(board)
-}
 
 fn info(root: &Path) -> Value {
     let out = edgert(&["info", "--json", "--sysfs-root", root.to_str().unwrap()]);
@@ -108,46 +104,10 @@ fn info_text_shows_provenance_memory_clocks_and_temperatures() {
     }
 }
 
-/// Copies a fixture tree so a test can change it.
-fn copy_tree(from: &Path, to: &Path) {
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        let target = to.join(entry.file_name());
-        if entry.file_type().unwrap().is_dir() {
-            std::fs::create_dir_all(&target).unwrap();
-            copy_tree(&entry.path(), &target);
-        } else {
-            std::fs::copy(entry.path(), target).unwrap();
-        }
-    }
-}
-
 fn bench(root: &Path, extra: &[&str]) -> (Value, String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let (json, csv) = (dir.path().join("r.json"), dir.path().join("r.csv"));
-    let model = model("digits_mlp_nchw.toml");
-    let mut args = vec![
-        "bench",
-        "--model",
-        model.to_str().unwrap(),
-        "--duration-s",
-        "0.3",
-        "--warmup-ms",
-        "0",
-        "--idle-s",
-        "0",
-        "--sysfs-root",
-        root.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-        "--csv",
-        csv.to_str().unwrap(),
-    ];
+    let mut args = vec!["--idle-s", "0"];
     args.extend(extra);
-    let out = edgert(&args);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    (report, std::fs::read_to_string(&csv).unwrap(), stderr(&out))
+    bench_on_board(root, &args)
 }
 
 #[test]

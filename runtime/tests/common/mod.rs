@@ -1,7 +1,7 @@
 //! Paths and helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 pub fn models() -> PathBuf {
@@ -49,3 +49,49 @@ pub fn stderr(o: &Output) -> String {
 
 /// ImageNet cat classes (torchvision order): tabby, tiger cat, Persian, Siamese, Egyptian cat.
 pub const CAT_CLASSES: std::ops::RangeInclusive<usize> = 281..=285;
+
+/// A hand-made board tree under `tests/fixtures/sysfs` (see its README).
+pub fn fixture(board: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs").join(board)
+}
+
+/// Copies a fixture tree so a test can change it.
+pub fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// The bench report's JSON Schema.
+pub fn schema() -> jsonschema::Validator {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/edgert.bench-2.schema.json"))
+            .unwrap();
+    jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()
+}
+
+/// A short bench of the digits MLP with the board's sensors under `root`: the JSON report (checked
+/// against the schema), the CSV text and stderr.
+pub fn bench_on_board(root: &Path, extra: &[&str]) -> (serde_json::Value, String, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, csv) = (dir.path().join("r.json"), dir.path().join("r.csv"));
+    let model = model("digits_mlp_nchw.toml");
+    let mut args =
+        vec!["bench", "--model", model.to_str().unwrap(), "--duration-s", "0.3", "--warmup-ms", "0"];
+    args.extend(["--sysfs-root", root.to_str().unwrap(), "--json", json.to_str().unwrap()]);
+    args.extend(["--csv", csv.to_str().unwrap()]);
+    args.extend(extra);
+    let out = edgert(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let errors: Vec<String> = schema().iter_errors(&report).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    (report, std::fs::read_to_string(&csv).unwrap(), stderr(&out))
+}
