@@ -125,6 +125,7 @@ fn a_bench_on_locked_clocks_reports_telemetry_without_warnings() {
     assert_eq!(rss.len() as u64, t["samples"].as_u64().unwrap());
     assert!(rss.iter().all(|p| p[1].as_u64().unwrap() > 1 << 20), "{t}");
     assert_eq!(t["gpu_mhz"]["min"], 1300.5);
+    assert_eq!(t["gpu_visible_bytes"], 31_432_072u64 * 1024, "unified memory: the GPU sees MemTotal");
     assert_eq!(t["cpu_mhz"].as_array().unwrap().len(), 12);
     assert_eq!(t["zones"].as_array().unwrap().len(), 4, "two absent cv zones dropped: {t}");
     let warnings: Vec<&str> =

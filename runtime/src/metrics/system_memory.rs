@@ -15,6 +15,9 @@ pub struct SystemMemory {
     pub swap_used_bytes: u64,
     /// Jetson only: memory allocated through nvmap (GPU buffers, camera and codec surfaces).
     pub nvmap_used_bytes: Option<u64>,
+    /// Jetson only (where nvmap exists): what the integrated GPU can address, which on unified
+    /// memory is all of system memory, shared with the CPU (`cudaMemGetInfo` reports the same).
+    pub gpu_visible_bytes: Option<u64>,
 }
 
 impl SystemMemory {
@@ -40,6 +43,7 @@ fn parse(meminfo: &str) -> Option<SystemMemory> {
         swap_total_bytes,
         swap_used_bytes: swap_total_bytes.saturating_sub(field("SwapFree").unwrap_or(swap_total_bytes)),
         nvmap_used_bytes: field("NvMapMemUsed"),
+        gpu_visible_bytes: field("NvMapMemUsed").map(|_| total_bytes),
     })
 }
 
@@ -53,7 +57,9 @@ mod tests {
         assert_eq!(m.used_bytes, 2_620_000 * 1024);
         assert_eq!(m.swap_used_bytes, 10_000 * 1024);
         assert_eq!(m.nvmap_used_bytes, Some(123_456 * 1024));
+        assert_eq!(m.gpu_visible_bytes, Some(7_620_000 * 1024), "unified memory: all of it");
         let desktop = super::parse("MemTotal: 100 kB\nMemAvailable: 40 kB\n").unwrap();
+        assert_eq!(desktop.gpu_visible_bytes, None);
         assert_eq!(
             (desktop.used_bytes, desktop.swap_used_bytes, desktop.nvmap_used_bytes),
             (60 * 1024, 0, None)

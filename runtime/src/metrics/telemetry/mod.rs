@@ -89,6 +89,7 @@ fn fill_from_tegrastats(snapshot: &mut Snapshot, line: &tegrastats::Line) {
                 swap_total_bytes: swap_total,
                 swap_used_bytes: line.swap_used_mb.unwrap_or(0) * mb,
                 nvmap_used_bytes: None,
+                gpu_visible_bytes: None,
             });
         }
     }

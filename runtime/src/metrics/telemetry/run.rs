@@ -30,8 +30,10 @@ pub struct RunTelemetry {
     pub memory_used_max_bytes: Option<u64>,
     pub memory_available_min_bytes: Option<u64>,
     pub swap_used_max_bytes: Option<u64>,
-    /// Jetson: the most nvmap (GPU-visible buffers in the shared DRAM) held during the window.
+    /// Jetson: the most nvmap (GPU buffers in the shared DRAM) held during the window.
     pub nvmap_used_max_bytes: Option<u64>,
+    /// Jetson: what the GPU can address: all of system memory (unified), shared with the CPU.
+    pub gpu_visible_bytes: Option<u64>,
     pub gpu_load_mean_pct: Option<f64>,
     pub gpu_load_max_pct: Option<f64>,
     pub gpu_mhz: Option<Range>,
@@ -117,6 +119,7 @@ impl RunTelemetry {
             memory_available_min_bytes: memory().map(|m| m.available_bytes).min(),
             swap_used_max_bytes: memory().map(|m| m.swap_used_bytes).max(),
             nvmap_used_max_bytes: memory().filter_map(|m| m.nvmap_used_bytes).max(),
+            gpu_visible_bytes: memory().find_map(|m| m.gpu_visible_bytes),
             gpu_load_mean_pct: (!gpu_load.is_empty())
                 .then(|| gpu_load.iter().sum::<f64>() / gpu_load.len() as f64),
             gpu_load_max_pct: gpu_load.iter().copied().reduce(f64::max),

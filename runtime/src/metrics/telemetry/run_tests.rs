@@ -15,6 +15,7 @@ fn snapshot(cpu_mhz: f64, locked: bool, gpu_load: f64, tj_c: f64, rss: u64) -> S
             swap_total_bytes: 0,
             swap_used_bytes: 0,
             nvmap_used_bytes: Some(rss / 2),
+            gpu_visible_bytes: Some(8 << 30),
         }),
         clocks: Clocks {
             cpus: vec![
