@@ -66,6 +66,9 @@ fn every_usable_backend_agrees_with_cpu_on_the_shipped_models() {
     if !usable.contains(&"ort") {
         ort_library("conformance");
     }
+    if usable.is_empty() {
+        return eprintln!("SKIPPED conformance: no backend besides cpu is usable here");
+    }
     let images: Vec<_> = PHOTOS.iter().map(|p| capture::load_image(&image(p)).unwrap()).collect();
     let digits = capture::npz::load(&model("digits_test.npz"), &[1, 8, 8]).unwrap();
     let mnist = capture::npz::load(&model("mnist_test.npz"), &[1, 28, 28]).unwrap();

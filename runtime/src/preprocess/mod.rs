@@ -1,5 +1,10 @@
 //! Image preprocessing, all read from the manifest: resize (stretch, letterbox, centre-crop),
-//! scale, mean/std, channel order and layout, into one f32 batch item.
+//! scale, mean/std, channel order and layout, into one f32 batch item. `fused` does the same in one
+//! pass from raw camera frames (`frame`), checked against `reference`.
+
+pub mod frame;
+pub mod fused;
+pub mod reference;
 
 use image::imageops::{self, FilterType};
 use image::{DynamicImage, ImageBuffer, Pixel};
@@ -158,5 +163,7 @@ fn scaled(size: u32, scale: f32) -> u32 {
     ((size as f32 * scale).round() as u32).max(1)
 }
 
+#[cfg(test)]
+mod fused_tests;
 #[cfg(test)]
 mod tests;

@@ -1,0 +1,64 @@
+//! Times the fused preprocessing pass on one raw frame, single-threaded, and writes its output so a
+//! peer (benches/peer_opencv_preprocess.py) can compare values. Stretch to W×H, ImageNet mean/std,
+//! RGB, NCHW, f32.
+//!
+//!     cargo run --release --example preprocess_bench -- yuyv|nv12 WIDTH HEIGHT FRAME.raw OUT.f32 [ITERATIONS]
+
+use std::time::Instant;
+
+use edgert::model::manifest::{Layout, PreprocessSpec, ResizeMode};
+use edgert::preprocess::frame::{Frame, PixelFormat};
+use edgert::preprocess::fused::FusedPreprocess;
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 6 {
+        eprintln!("usage: preprocess_bench yuyv|nv12 WIDTH HEIGHT FRAME.raw OUT.f32 [ITERATIONS]");
+        std::process::exit(2);
+    }
+    let format = match args[1].as_str() {
+        "yuyv" => PixelFormat::Yuyv,
+        "nv12" => PixelFormat::Nv12,
+        other => {
+            eprintln!("preprocess_bench: unknown format {other}");
+            std::process::exit(2)
+        }
+    };
+    let (width, height): (usize, usize) = (args[2].parse().expect("WIDTH"), args[3].parse().expect("HEIGHT"));
+    let iterations: usize = args.get(6).map_or(300, |n| n.parse().expect("ITERATIONS"));
+    let data = std::fs::read(&args[4]).unwrap_or_else(|e| {
+        eprintln!("preprocess_bench: {}: {e}", args[4]);
+        std::process::exit(2)
+    });
+    let frame = Frame::new(format, width, height, format.min_stride(width), &data).unwrap_or_else(|e| {
+        eprintln!("preprocess_bench: {}: {e}", args[4]);
+        std::process::exit(2)
+    });
+    let spec = PreprocessSpec {
+        resize: ResizeMode::Stretch,
+        scale: 1.0 / 255.0,
+        mean: vec![0.485, 0.456, 0.406],
+        std: vec![0.229, 0.224, 0.225],
+        ..PreprocessSpec::default()
+    };
+    let pass = FusedPreprocess::new(&spec, 224, 224, Layout::Nchw, width, height).expect("a plan");
+    let mut out = vec![0.0f32; pass.item_len()];
+    for _ in 0..20 {
+        pass.run(&frame, &mut out).expect("runs");
+    }
+    let mut times: Vec<f64> = (0..iterations)
+        .map(|_| {
+            let t = Instant::now();
+            pass.run(&frame, &mut out).expect("runs");
+            t.elapsed().as_secs_f64() * 1e3
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    let bytes: Vec<u8> = out.iter().flat_map(|v| v.to_le_bytes()).collect();
+    std::fs::write(&args[5], bytes).expect("writes the output");
+    println!(
+        "{{\"p50_ms\": {}, \"p99_ms\": {}}}",
+        times[times.len() / 2],
+        times[(times.len() * 99).div_ceil(100) - 1]
+    );
+}

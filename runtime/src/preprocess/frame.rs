@@ -1,0 +1,96 @@
+//! Raw camera frames in the pixel formats V4L2 cameras and recordings give, and the colour of one
+//! pixel as RGB. YUV is ITU-R BT.601 limited range, the conversion OpenCV's `cvtColor` uses for
+//! YUYV and NV12, kept in f32 (no rounding to 8 bits between steps).
+
+/// A frame's pixel layout in memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PixelFormat {
+    /// 4:2:2 packed: Y0 U Y1 V per two pixels.
+    Yuyv,
+    /// 4:2:0: a Y plane, then a plane of interleaved U V at half resolution both ways.
+    Nv12,
+    Grey,
+    Rgb24,
+    Bgr24,
+}
+
+impl PixelFormat {
+    /// Bytes a frame of this size needs, with rows `stride` bytes apart (Y rows for NV12).
+    pub fn frame_bytes(self, stride: usize, height: usize) -> usize {
+        match self {
+            PixelFormat::Nv12 => stride * height + stride * height.div_ceil(2),
+            _ => stride * height,
+        }
+    }
+
+    /// The smallest stride of a row of `width` pixels.
+    pub fn min_stride(self, width: usize) -> usize {
+        match self {
+            PixelFormat::Yuyv => width * 2,
+            PixelFormat::Nv12 | PixelFormat::Grey => width,
+            PixelFormat::Rgb24 | PixelFormat::Bgr24 => width * 3,
+        }
+    }
+}
+
+/// A frame borrowed from a capture buffer.
+#[derive(Debug, Clone, Copy)]
+pub struct Frame<'a> {
+    pub format: PixelFormat,
+    pub width: usize,
+    pub height: usize,
+    /// Bytes from one row to the next (drivers may pad rows).
+    pub stride: usize,
+    pub data: &'a [u8],
+}
+
+impl<'a> Frame<'a> {
+    /// Checks the size against the format: YUYV needs an even width, NV12 even sides.
+    pub fn new(
+        format: PixelFormat,
+        width: usize,
+        height: usize,
+        stride: usize,
+        data: &'a [u8],
+    ) -> Result<Frame<'a>, String> {
+        if width == 0 || height == 0 {
+            return Err(format!("a {width}x{height} frame has no pixels"));
+        }
+        let odd = match format {
+            PixelFormat::Yuyv => width % 2 != 0,
+            PixelFormat::Nv12 => width % 2 != 0 || height % 2 != 0,
+            _ => false,
+        };
+        if odd {
+            return Err(format!("{format:?} needs even sides, the frame is {width}x{height}"));
+        }
+        if stride < format.min_stride(width) {
+            return Err(format!("stride {stride} is less than a {format:?} row of {width} pixels"));
+        }
+        let needed = format.frame_bytes(stride, height);
+        if data.len() < needed {
+            return Err(format!(
+                "{format:?} {width}x{height} needs {needed} bytes, the frame has {}",
+                data.len()
+            ));
+        }
+        Ok(Frame { format, width, height, stride, data })
+    }
+}
+
+/// BT.601 limited-range YUV → RGB on the 0..255 scale, saturated as `cvtColor` does.
+#[inline(always)]
+pub fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [f32; 3] {
+    let (y, u, v) = (1.164 * (y as f32 - 16.0), u as f32 - 128.0, v as f32 - 128.0);
+    [
+        (y + 1.596 * v).clamp(0.0, 255.0),
+        (y - 0.813 * v - 0.391 * u).clamp(0.0, 255.0),
+        (y + 2.018 * u).clamp(0.0, 255.0),
+    ]
+}
+
+/// Luma of an RGB colour (BT.601 weights, as `cvtColor(RGB2GRAY)`).
+#[inline(always)]
+pub fn luma(rgb: [f32; 3]) -> f32 {
+    0.299 * rgb[0] + 0.587 * rgb[1] + 0.114 * rgb[2]
+}
