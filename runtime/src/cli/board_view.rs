@@ -1,6 +1,8 @@
 //! The board's state as `info` and `monitor` show it: power per rail, memory, clocks, GPU load and
 //! temperatures, as JSON-ready values and as short text lines.
 
+use std::path::Path;
+
 use serde::Serialize;
 
 use crate::metrics::clocks::Clocks;
@@ -40,9 +42,19 @@ impl PowerNow {
         }
     }
 
+    /// The board's sensors under `root`, found and opened, or why not.
+    pub fn open(root: &Path) -> Result<(PowerSensors, OpenSensors), String> {
+        let sensors = PowerSensors::discover(root)?;
+        let open = sensors.open()?;
+        Ok((sensors, open))
+    }
+
+    /// One reading of every rail. Read once: a second read would give a RAPL counter's rate over
+    /// microseconds.
     pub fn read(sensors: &PowerSensors, open: &mut OpenSensors) -> PowerNow {
         let detailed = open.read_detailed();
-        let (_, total_w) = open.read();
+        let watts: Vec<Option<f64>> = detailed.iter().map(|r| r.as_ref().ok().copied()).collect();
+        let total_w = open.total(&watts);
         PowerNow {
             available: true,
             reason: None,

@@ -11,7 +11,6 @@ use super::board_view::{self, PowerNow};
 use super::emit;
 use crate::backend;
 use crate::metrics::host::Host;
-use crate::metrics::power::PowerSensors;
 use crate::metrics::provenance::Provenance;
 use crate::metrics::telemetry::{Snapshot, Telemetry};
 
@@ -50,11 +49,10 @@ struct Info {
 
 /// One reading of the board's power sensors.
 pub fn power_now(root: &Path) -> PowerNow {
-    let read = || -> Result<PowerNow, String> {
-        let sensors = PowerSensors::discover(root)?;
-        Ok(PowerNow::read(&sensors, &mut sensors.open()?))
-    };
-    read().unwrap_or_else(PowerNow::unavailable)
+    match PowerNow::open(root) {
+        Ok((sensors, mut open)) => PowerNow::read(&sensors, &mut open),
+        Err(reason) => PowerNow::unavailable(reason),
+    }
 }
 
 fn backends() -> Vec<BackendStatus> {

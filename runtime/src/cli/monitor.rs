@@ -10,7 +10,6 @@ use serde::Serialize;
 use super::board_view::{self, PowerNow};
 use super::emit;
 use super::prometheus::Exporter;
-use crate::metrics::power::PowerSensors;
 use crate::metrics::telemetry::{Snapshot, Telemetry};
 
 #[derive(Args)]
@@ -46,10 +45,7 @@ pub fn main(args: MonitorArgs) -> anyhow::Result<ExitCode> {
     }
     let root = &args.sysfs_root;
     let telemetry = Telemetry::open(root);
-    let mut sensors = PowerSensors::discover(root).and_then(|s| {
-        let open = s.open()?;
-        Ok((s, open))
-    });
+    let mut sensors = PowerNow::open(root);
     let interval = Duration::from_millis(args.interval_ms);
     let started = Instant::now();
     let mut next = started;

@@ -46,8 +46,9 @@ pub struct Clocks {
     pub emc_mhz: Option<f64>,
 }
 
-/// Integrated-GPU devfreq names across Jetson generations (Nano, TX2, Xavier, Orin).
-const GPU_DEVFREQ: &[&str] = &["gpu", "ga10b", "gv11b", "gp10b", "gm20b"];
+/// Integrated-GPU devfreq names across Jetson generations (Nano, TX2, Xavier, Orin), besides
+/// those with `gpu` in them.
+const GPU_DEVFREQ: &[&str] = &["ga10b", "gv11b", "gp10b", "gm20b"];
 /// EMC rate in Hz: JetPack 5/6 (BPMP) and JetPack 4.
 const EMC_RATE: &[&str] = &["sys/kernel/debug/bpmp/debug/clk/emc/rate", "sys/kernel/debug/clk/emc/clk_rate"];
 
@@ -137,7 +138,7 @@ impl Clocks {
 fn gpu(root: &Path) -> Option<(String, ClockFiles, Option<NumberFile>)> {
     let dir: PathBuf = entries(&root.join("sys/class/devfreq")).into_iter().find(|d| {
         let name = d.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
-        GPU_DEVFREQ.iter().any(|g| name.ends_with(&format!(".{g}")) || name.contains("gpu"))
+        name.contains("gpu") || GPU_DEVFREQ.iter().any(|g| name.ends_with(&format!(".{g}")))
     })?;
     let files = ClockFiles::open(&dir, ["cur_freq", "min_freq", "max_freq"], 1e-6);
     let load = [dir.join("device/load"), root.join("sys/devices/gpu.0/load")]

@@ -75,11 +75,16 @@ impl OpenSensors {
     /// or the sum of rails (none when any rail failed: a partial sum is not a total).
     pub fn read(&mut self) -> (Vec<Option<f64>>, Option<f64>) {
         let watts: Vec<Option<f64>> = self.read_detailed().into_iter().map(Result::ok).collect();
-        let total = match self.total {
+        let total = self.total(&watts);
+        (watts, total)
+    }
+
+    /// The total of one reading's watts per rail (see `read`).
+    pub fn total(&self, watts: &[Option<f64>]) -> Option<f64> {
+        match self.total {
             Some(i) => watts[i],
             None => watts.iter().copied().sum::<Option<f64>>(),
-        };
-        (watts, total)
+        }
     }
 }
 
