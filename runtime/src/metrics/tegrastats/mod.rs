@@ -68,22 +68,21 @@ pub fn parse(text: &str) -> Line {
     while i < tokens.len() {
         let (name, next) = (tokens[i], tokens.get(i + 1).copied().unwrap_or(""));
         let mut consumed = true;
-        match name {
-            "RAM" => (line.ram_used_mb, line.ram_total_mb) = used_of(next).unzip(),
-            "SWAP" => (line.swap_used_mb, line.swap_total_mb) = used_of(next).unzip(),
-            "GR3D_FREQ" => {
+        let rail_mw = if is_rail_name(name) { milliwatts(next) } else { None };
+        match (name, rail_mw) {
+            ("RAM", _) => (line.ram_used_mb, line.ram_total_mb) = used_of(next).unzip(),
+            ("SWAP", _) => (line.swap_used_mb, line.swap_total_mb) = used_of(next).unzip(),
+            ("GR3D_FREQ", _) => {
                 (line.gpu_load_pct, line.gpu_mhz) = load_at(next).map_or((None, None), |(l, f)| (Some(l), f))
             }
-            "CPU" if next.starts_with('[') => {
+            ("CPU", _) if next.starts_with('[') => {
                 line.cpu_mhz = next
                     .trim_matches(|c| c == '[' || c == ']')
                     .split(',')
                     .map(|core| load_at(core).and_then(|(_, f)| f))
                     .collect()
             }
-            _ if is_rail_name(name) && milliwatts(next).is_some() => {
-                line.rails_mw.push((name.to_string(), milliwatts(next).unwrap_or_default()))
-            }
+            (_, Some(mw)) => line.rails_mw.push((name.to_string(), mw)),
             _ => {
                 consumed = false;
                 if let Some((zone, celsius)) = temperature(name) {
