@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """edgert's fused preprocessing against OpenCV on the same raw camera frame, both single-threaded,
-in one run: YUYV and NV12 frames of a photo to a 1×3×224×224 f32 tensor (stretch, ImageNet
-mean/std, RGB, NCHW). OpenCV does it the usual way: cvtColor → resize INTER_LINEAR → normalize →
-transpose. Prints p50/p99 of each, the ratio, and the largest difference between the two outputs.
+in one run: YUYV, NV12 and MJPEG frames of a photo to a 1×3×224×224 f32 tensor (stretch, ImageNet
+mean/std, RGB, NCHW). OpenCV does it the usual way: (imdecode →) cvtColor → resize INTER_LINEAR →
+normalize → transpose. MJPEG includes the decode on both sides (OpenCV: libjpeg-turbo). Prints p50/p99 of each, the ratio, and the largest difference between the two outputs.
 
     cargo build --release --example preprocess_bench
     python3 benches/peer_opencv_preprocess.py [--sizes 1280x720,1920x1080]
@@ -37,12 +37,16 @@ def frames(photo, width, height):
     yuyv = np.empty((height, width, 2), np.uint8)
     yuyv[:, :, 0] = y
     yuyv[:, 0::2, 1], yuyv[:, 1::2, 1] = u422, v422
-    return {"yuyv": yuyv, "nv12": nv12}
+    mjpeg = cv2.imencode(".jpg", bgr, [cv2.IMWRITE_JPEG_QUALITY, 90])[1]
+    return {"yuyv": yuyv, "nv12": nv12, "mjpeg": mjpeg}
 
 
 def opencv(frame, fmt):
-    code = cv2.COLOR_YUV2RGB_YUYV if fmt == "yuyv" else cv2.COLOR_YUV2RGB_NV12
-    rgb = cv2.cvtColor(frame, code)
+    if fmt == "mjpeg":
+        rgb = cv2.cvtColor(cv2.imdecode(frame, cv2.IMREAD_COLOR), cv2.COLOR_BGR2RGB)
+    else:
+        code = cv2.COLOR_YUV2RGB_YUYV if fmt == "yuyv" else cv2.COLOR_YUV2RGB_NV12
+        rgb = cv2.cvtColor(frame, code)
     small = cv2.resize(rgb, (224, 224), interpolation=cv2.INTER_LINEAR)
     x = (small.astype(np.float32) * (1 / 255) - MEAN) / STD
     return np.ascontiguousarray(x.transpose(2, 0, 1))

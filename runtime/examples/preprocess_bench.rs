@@ -1,24 +1,26 @@
 //! Times the fused preprocessing pass on one raw frame, single-threaded, and writes its output so a
 //! peer (benches/peer_opencv_preprocess.py) can compare values. Stretch to W×H, ImageNet mean/std,
-//! RGB, NCHW, f32.
+//! RGB, NCHW, f32. For `mjpeg` the frame file is a JPEG and each iteration decodes it first.
 //!
-//!     cargo run --release --example preprocess_bench -- yuyv|nv12 WIDTH HEIGHT FRAME.raw OUT.f32 [ITERATIONS]
+//!     cargo run --release --example preprocess_bench -- yuyv|nv12|mjpeg WIDTH HEIGHT FRAME OUT.f32 [ITERATIONS]
 
 use std::time::Instant;
 
 use edgert::model::manifest::{Layout, PreprocessSpec, ResizeMode};
 use edgert::preprocess::frame::{Frame, PixelFormat};
 use edgert::preprocess::fused::FusedPreprocess;
+use edgert::preprocess::mjpeg::MjpegDecoder;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 6 {
-        eprintln!("usage: preprocess_bench yuyv|nv12 WIDTH HEIGHT FRAME.raw OUT.f32 [ITERATIONS]");
+        eprintln!("usage: preprocess_bench yuyv|nv12|mjpeg WIDTH HEIGHT FRAME OUT.f32 [ITERATIONS]");
         std::process::exit(2);
     }
     let format = match args[1].as_str() {
         "yuyv" => PixelFormat::Yuyv,
         "nv12" => PixelFormat::Nv12,
+        "mjpeg" => PixelFormat::Rgb24,
         other => {
             eprintln!("preprocess_bench: unknown format {other}");
             std::process::exit(2)
@@ -30,10 +32,15 @@ fn main() {
         eprintln!("preprocess_bench: {}: {e}", args[4]);
         std::process::exit(2)
     });
-    let frame = Frame::new(format, width, height, format.min_stride(width), &data).unwrap_or_else(|e| {
-        eprintln!("preprocess_bench: {}: {e}", args[4]);
-        std::process::exit(2)
-    });
+    let mjpeg = args[1] == "mjpeg";
+    let mut decoder = MjpegDecoder::default();
+    let raw = if mjpeg { Vec::new() } else { data.clone() };
+    if !mjpeg {
+        Frame::new(format, width, height, format.min_stride(width), &raw).unwrap_or_else(|e| {
+            eprintln!("preprocess_bench: {}: {e}", args[4]);
+            std::process::exit(2)
+        });
+    }
     let spec = PreprocessSpec {
         resize: ResizeMode::Stretch,
         scale: 1.0 / 255.0,
@@ -43,13 +50,22 @@ fn main() {
     };
     let pass = FusedPreprocess::new(&spec, 224, 224, Layout::Nchw, width, height).expect("a plan");
     let mut out = vec![0.0f32; pass.item_len()];
+    let mut once = |out: &mut [f32]| {
+        if mjpeg {
+            let frame = decoder.decode(&data).expect("the JPEG decodes");
+            pass.run(&frame, out).expect("runs");
+        } else {
+            let frame = Frame::new(format, width, height, format.min_stride(width), &raw).expect("checked");
+            pass.run(&frame, out).expect("runs");
+        }
+    };
     for _ in 0..20 {
-        pass.run(&frame, &mut out).expect("runs");
+        once(&mut out);
     }
     let mut times: Vec<f64> = (0..iterations)
         .map(|_| {
             let t = Instant::now();
-            pass.run(&frame, &mut out).expect("runs");
+            once(&mut out);
             t.elapsed().as_secs_f64() * 1e3
         })
         .collect();

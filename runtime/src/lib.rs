@@ -13,6 +13,7 @@ pub mod model;
 pub mod pipeline;
 pub mod postprocess;
 pub mod preprocess;
+pub mod report;
 pub mod tensor;
 pub mod tune;
 pub mod validate;

@@ -16,7 +16,11 @@ use crate::capture::{self, npz::TensorSet, synthetic};
 use crate::metrics::periodic::Periodic;
 use crate::metrics::provenance::Provenance;
 use crate::metrics::telemetry::{run::RunTelemetry, Telemetry};
-use crate::metrics::{host::Host, memory, stats::LatencyStats};
+use crate::metrics::{
+    host::Host,
+    memory,
+    stats::{percentile_curve, LatencyStats},
+};
 use crate::model::{inspect, Model};
 use crate::pipeline::{Pipeline, Sample};
 use crate::{Error, Result};
@@ -265,5 +269,6 @@ fn measure(
             postprocess: stats(&post),
             end_to_end: stats(&total),
         },
+        end_to_end_cdf_ms: percentile_curve(&total),
     })
 }

@@ -82,6 +82,8 @@ pub struct BatchRun {
     /// Memory over time, clocks, GPU load, temperatures and throttling over the measured window.
     pub telemetry: RunTelemetry,
     pub stages: Stages,
+    /// End-to-end latency at each whole percentile 0..=100, for CDF plots (`edgert report plot`).
+    pub end_to_end_cdf_ms: Vec<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]

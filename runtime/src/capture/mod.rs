@@ -1,7 +1,8 @@
 //! Where inputs come from: image files and folders, labelled tensor sets (`.npz`), and
-//! synthetic frames. Camera sources join here later.
+//! synthetic frames; raw frame sources opened from a URI (`source`).
 
 pub mod npz;
+pub mod source;
 pub mod synthetic;
 
 use std::path::{Path, PathBuf};

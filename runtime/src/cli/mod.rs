@@ -3,6 +3,7 @@
 
 mod bench;
 mod board_view;
+mod capture;
 mod info;
 mod inspect;
 mod measure_args;
@@ -10,6 +11,7 @@ mod monitor;
 #[cfg(feature = "ort")]
 mod ort_args;
 mod prometheus;
+mod report;
 mod run;
 mod tune;
 mod validate;
@@ -41,6 +43,8 @@ enum Command {
     Run(run::RunArgs),
     /// Measure latency per stage, throughput and memory, for one or more batch sizes.
     Bench(bench::BenchArgs),
+    /// Record raw frames from a source (synthetic, images, a recording) with their timestamps.
+    Capture(capture::CaptureArgs),
     /// Show a model's inputs, outputs, operators, parameters, MACs, precision and sparsity.
     Inspect(inspect::InspectArgs),
     /// Show the host, board, versions, usable backends, and one reading of power, memory, clocks, temperatures.
@@ -51,6 +55,8 @@ enum Command {
     Validate(validate::ValidateArgs),
     /// Bench and validate variants × backends; Pareto front of latency and accuracy; pick one.
     Tune(tune::TuneArgs),
+    /// Bench reports side by side: `merge` into one table, `compare` before/after, `plot` to SVG.
+    Report(report::ReportArgs),
 }
 
 /// How a command names its model.
@@ -98,11 +104,13 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Run(args) => run::main(args),
         Command::Bench(args) => bench::main(args),
+        Command::Capture(args) => capture::main(args),
         Command::Inspect(args) => inspect::main(args),
         Command::Info(args) => info::main(args),
         Command::Monitor(args) => monitor::main(args),
         Command::Validate(args) => validate::main(args),
         Command::Tune(args) => tune::main(args),
+        Command::Report(args) => report::main(args),
     };
     match result {
         Ok(code) => code,

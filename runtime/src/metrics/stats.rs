@@ -42,6 +42,17 @@ impl LatencyStats {
     }
 }
 
+/// The latency at each whole percentile 0..=100 (nearest rank; 0 is the minimum): the run's CDF,
+/// small enough to keep in every report and plot later.
+pub fn percentile_curve(samples: &[f64]) -> Vec<f64> {
+    let mut sorted = samples.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    if sorted.is_empty() {
+        return sorted;
+    }
+    (0..=100).map(|p| percentile(&sorted, f64::from(p))).collect()
+}
+
 /// Nearest-rank percentile of sorted samples: the smallest value with at least p % of samples
 /// at or below it. Always one of the measured values.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -68,6 +79,16 @@ mod tests {
         let samples: Vec<f64> = (1..=100).map(f64::from).collect();
         let s = LatencyStats::from_ms(&samples).unwrap();
         assert_eq!((s.p50_ms, s.p90_ms, s.p95_ms, s.p99_ms), (50.0, 90.0, 95.0, 99.0));
+    }
+
+    #[test]
+    fn percentile_curve_runs_from_min_to_max_through_the_percentiles() {
+        let samples: Vec<f64> = (1..=200).rev().map(f64::from).collect();
+        let curve = percentile_curve(&samples);
+        assert_eq!(curve.len(), 101);
+        assert_eq!((curve[0], curve[50], curve[99], curve[100]), (1.0, 100.0, 198.0, 200.0));
+        assert!(curve.windows(2).all(|w| w[0] <= w[1]));
+        assert!(percentile_curve(&[]).is_empty());
     }
 
     #[test]

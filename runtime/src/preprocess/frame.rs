@@ -15,6 +15,31 @@ pub enum PixelFormat {
 }
 
 impl PixelFormat {
+    pub const ALL: [PixelFormat; 5] =
+        [PixelFormat::Yuyv, PixelFormat::Nv12, PixelFormat::Grey, PixelFormat::Rgb24, PixelFormat::Bgr24];
+
+    /// The name in URIs, recordings and reports (V4L2's, lower case).
+    pub fn name(self) -> &'static str {
+        match self {
+            PixelFormat::Yuyv => "yuyv",
+            PixelFormat::Nv12 => "nv12",
+            PixelFormat::Grey => "grey",
+            PixelFormat::Rgb24 => "rgb24",
+            PixelFormat::Bgr24 => "bgr24",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<PixelFormat> {
+        let name = name.to_ascii_lowercase();
+        let alias = match name.as_str() {
+            "gray" => "grey",
+            "rgb" => "rgb24",
+            "bgr" => "bgr24",
+            other => other,
+        };
+        PixelFormat::ALL.into_iter().find(|f| f.name() == alias)
+    }
+
     /// Bytes a frame of this size needs, with rows `stride` bytes apart (Y rows for NV12).
     pub fn frame_bytes(self, stride: usize, height: usize) -> usize {
         match self {

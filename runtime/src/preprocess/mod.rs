@@ -4,6 +4,7 @@
 
 pub mod frame;
 pub mod fused;
+pub mod mjpeg;
 pub mod reference;
 
 use image::imageops::{self, FilterType};

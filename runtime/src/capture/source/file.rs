@@ -1,0 +1,151 @@
+//! `file:PATH`: an image, a folder of images (name order), or a recording folder made by
+//! `edgert capture`, optionally looped and paced. Images become RGB24 frames and must all be the
+//! size of the first.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::recording::{self, Reader};
+use super::{Capture, Captured, FrameSource, Pacer, SourceInfo, SourceOptions};
+use crate::capture::{list_images, load_image};
+use crate::preprocess::frame::{Frame, PixelFormat};
+use crate::{Error, Result};
+
+pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn FrameSource>> {
+    if recording::is_recording(path) {
+        let reader = Reader::open(path)?;
+        let i = &reader.index;
+        let info = SourceInfo {
+            uri: uri.to_string(),
+            format: reader.format,
+            width: i.width,
+            height: i.height,
+            stride: i.stride,
+            fps: options.fps,
+        };
+        return Ok(Box::new(Replay {
+            info,
+            reader,
+            buffer: Vec::new(),
+            next: 0,
+            loops: 0,
+            looped: options.looped,
+            pacer: Pacer::new(options.fps),
+        }));
+    }
+    let files = list_images(path)?;
+    let first = load_image(&files[0])?.to_rgb8();
+    let (width, height) = (first.width() as usize, first.height() as usize);
+    let info = SourceInfo {
+        uri: uri.to_string(),
+        format: PixelFormat::Rgb24,
+        width,
+        height,
+        stride: width * 3,
+        fps: options.fps,
+    };
+    Ok(Box::new(Images {
+        info,
+        files,
+        buffer: first.into_raw(),
+        loaded: Some(0),
+        next: 0,
+        looped: options.looped,
+        pacer: Pacer::new(options.fps),
+    }))
+}
+
+/// A recording replayed; timestamps are the recorded ones, shifted by the recording's length on
+/// each loop so they keep increasing.
+struct Replay {
+    info: SourceInfo,
+    reader: Reader,
+    buffer: Vec<u8>,
+    next: usize,
+    loops: u64,
+    looped: bool,
+    pacer: Pacer,
+}
+
+impl FrameSource for Replay {
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn capture(&mut self, timeout: Duration) -> Result<Capture<'_>> {
+        let count = self.reader.index.frames.len();
+        if self.next == count {
+            if !self.looped {
+                return Ok(Capture::EndOfStream);
+            }
+            self.next = 0;
+            self.loops += 1;
+        }
+        let n = self.loops * count as u64 + self.next as u64;
+        if !self.pacer.wait(n, timeout) {
+            return Ok(Capture::Timeout);
+        }
+        self.reader.read(self.next, &mut self.buffer)?;
+        let entries = &self.reader.index.frames;
+        let span = entries[count - 1].timestamp_ns - entries[0].timestamp_ns;
+        let period = if count > 1 { span / (count as u64 - 1) } else { 0 };
+        let timestamp_ns = entries[self.next].timestamp_ns + self.loops * (span + period);
+        self.next += 1;
+        let SourceInfo { format, width, height, stride, .. } = self.info;
+        let frame = Frame::new(format, width, height, stride, &self.buffer).expect("checked when opened");
+        Ok(Capture::Frame(Captured { frame, sequence: n, timestamp: Duration::from_nanos(timestamp_ns) }))
+    }
+}
+
+struct Images {
+    info: SourceInfo,
+    files: Vec<PathBuf>,
+    buffer: Vec<u8>,
+    /// Which file the buffer holds, so a single looped image is decoded once.
+    loaded: Option<usize>,
+    next: u64,
+    looped: bool,
+    pacer: Pacer,
+}
+
+impl FrameSource for Images {
+    fn info(&self) -> &SourceInfo {
+        &self.info
+    }
+
+    fn capture(&mut self, timeout: Duration) -> Result<Capture<'_>> {
+        let count = self.files.len() as u64;
+        if self.next >= count && !self.looped {
+            return Ok(Capture::EndOfStream);
+        }
+        if !self.pacer.wait(self.next, timeout) {
+            return Ok(Capture::Timeout);
+        }
+        let index = (self.next % count) as usize;
+        if self.loaded != Some(index) {
+            let file = &self.files[index];
+            let image = load_image(file)?.to_rgb8();
+            if (image.width() as usize, image.height() as usize) != (self.info.width, self.info.height) {
+                return Err(Error::input(
+                    file,
+                    format!(
+                        "{}x{} differs from the first image's {}x{}: a stream has one frame size",
+                        image.width(),
+                        image.height(),
+                        self.info.width,
+                        self.info.height
+                    ),
+                ));
+            }
+            self.buffer = image.into_raw();
+            self.loaded = Some(index);
+        }
+        let timestamp = self.pacer.elapsed();
+        let sequence = self.next;
+        self.next += 1;
+        let SourceInfo { format, width, height, stride, .. } = self.info;
+        let frame =
+            Frame::new(format, width, height, stride, &self.buffer).expect("an RGB image fills its frame");
+        Ok(Capture::Frame(Captured { frame, sequence, timestamp }))
+    }
+}

@@ -1,0 +1,109 @@
+//! Frame sources opened from a URI, behind one trait: `capture(timeout)` gives a frame, a timeout,
+//! or the end of the stream. `synthetic:` generates frames, `file:` replays images or a recording
+//! made by `edgert capture`. V4L2 cameras are recognized but not in this build yet.
+
+pub mod file;
+pub mod recording;
+pub mod synthetic;
+pub mod uri;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::preprocess::frame::{Frame, PixelFormat};
+use crate::{Error, Result};
+
+/// What a source gives: every frame has this format and size.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SourceInfo {
+    pub uri: String,
+    pub format: PixelFormat,
+    pub width: usize,
+    pub height: usize,
+    pub stride: usize,
+    /// The rate the source is paced to; `None` is as fast as frames can be made or read.
+    pub fps: Option<f64>,
+}
+
+/// A frame with its place in the stream. The timestamp counts from the source's start; a replayed
+/// recording gives the recorded ones.
+#[derive(Debug, Clone, Copy)]
+pub struct Captured<'a> {
+    pub frame: Frame<'a>,
+    pub sequence: u64,
+    pub timestamp: Duration,
+}
+
+#[derive(Debug)]
+pub enum Capture<'a> {
+    Frame(Captured<'a>),
+    Timeout,
+    EndOfStream,
+}
+
+pub trait FrameSource: Send {
+    fn info(&self) -> &SourceInfo;
+    /// The next frame; the borrow ends before the next call, so the source can reuse its buffer.
+    fn capture(&mut self, timeout: Duration) -> Result<Capture<'_>>;
+}
+
+/// How to open a source, whatever its kind (one struct, as jetson-utils' videoOptions).
+#[derive(Debug, Clone, Default)]
+pub struct SourceOptions {
+    /// Pace frames to this rate (a `synthetic:` URI's own `@fps` wins).
+    pub fps: Option<f64>,
+    /// Start again at the end of a file source instead of ending the stream.
+    pub looped: bool,
+}
+
+pub fn open(text: &str, options: &SourceOptions) -> Result<Box<dyn FrameSource>> {
+    let source = Path::new(text);
+    match uri::parse(text).map_err(|reason| Error::input(source, reason))? {
+        uri::SourceUri::Synthetic { width, height, fps, format } => Ok(Box::new(synthetic::Synthetic::new(
+            text,
+            format,
+            width,
+            height,
+            fps.or(options.fps),
+        )?)),
+        uri::SourceUri::File(path) => file::open(text, &path, options),
+        uri::SourceUri::V4l2(device) => Err(Error::input(
+            &device,
+            "V4L2 camera capture is not in this build yet; record frames on the board with another tool, or use file: and synthetic: sources",
+        )),
+    }
+}
+
+/// Holds frames to a rate: frame n is due n/fps after the first.
+#[derive(Debug)]
+pub struct Pacer {
+    start: Option<Instant>,
+    period: Option<Duration>,
+}
+
+impl Pacer {
+    pub fn new(fps: Option<f64>) -> Pacer {
+        Pacer { start: None, period: fps.map(|f| Duration::from_secs_f64(1.0 / f)) }
+    }
+
+    /// Waits until frame `n` is due; false when that is later than `timeout` from now.
+    pub fn wait(&mut self, n: u64, timeout: Duration) -> bool {
+        let start = *self.start.get_or_insert_with(Instant::now);
+        let Some(period) = self.period else { return true };
+        let due = start + period * n as u32;
+        let now = Instant::now();
+        if due > now + timeout {
+            std::thread::sleep(timeout);
+            return false;
+        }
+        if due > now {
+            std::thread::sleep(due - now);
+        }
+        true
+    }
+
+    /// Time since the first frame was due.
+    pub fn elapsed(&mut self) -> Duration {
+        self.start.get_or_insert_with(Instant::now).elapsed()
+    }
+}

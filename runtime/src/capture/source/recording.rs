@@ -1,0 +1,153 @@
+//! Recordings of raw frames, so frames captured on a board replay anywhere: `DIR/frames.raw` holds
+//! the frames' bytes back to back, `DIR/frames.json` (schema `edgert.recording/1`) their format,
+//! size, stride, sequence numbers and timestamps.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::{Captured, SourceInfo};
+use crate::preprocess::frame::PixelFormat;
+use crate::{Error, Result};
+
+pub const SCHEMA: &str = "edgert.recording/1";
+const INDEX: &str = "frames.json";
+const RAW: &str = "frames.raw";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Index {
+    pub schema: String,
+    /// The URI the frames came from.
+    pub source: String,
+    pub format: String,
+    pub width: usize,
+    pub height: usize,
+    pub stride: usize,
+    pub frames: Vec<FrameEntry>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct FrameEntry {
+    pub sequence: u64,
+    /// From the source's start, in nanoseconds.
+    pub timestamp_ns: u64,
+    pub offset: u64,
+}
+
+/// Whether a folder holds a recording.
+pub fn is_recording(dir: &Path) -> bool {
+    dir.join(INDEX).is_file()
+}
+
+pub struct Writer {
+    dir: PathBuf,
+    raw: BufWriter<File>,
+    index: Index,
+    offset: u64,
+}
+
+impl Writer {
+    pub fn create(dir: &Path, info: &SourceInfo) -> Result<Writer> {
+        let write_error =
+            |path: &Path, e: std::io::Error| Error::Write { path: path.to_owned(), reason: e.to_string() };
+        std::fs::create_dir_all(dir).map_err(|e| write_error(dir, e))?;
+        let raw_path = dir.join(RAW);
+        let raw = File::create(&raw_path).map_err(|e| write_error(&raw_path, e))?;
+        let index = Index {
+            schema: SCHEMA.into(),
+            source: info.uri.clone(),
+            format: info.format.name().into(),
+            width: info.width,
+            height: info.height,
+            stride: info.stride,
+            frames: Vec::new(),
+        };
+        Ok(Writer { dir: dir.to_owned(), raw: BufWriter::new(raw), index, offset: 0 })
+    }
+
+    pub fn push(&mut self, captured: &Captured) -> Result<()> {
+        let bytes = &captured.frame.data[..self.frame_bytes()];
+        self.raw.write_all(bytes).map_err(|e| self.error(RAW, e))?;
+        self.index.frames.push(FrameEntry {
+            sequence: captured.sequence,
+            timestamp_ns: captured.timestamp.as_nanos() as u64,
+            offset: self.offset,
+        });
+        self.offset += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Flushes the frames and writes the index; a recording without its index is not one.
+    pub fn finish(mut self) -> Result<Index> {
+        self.raw.flush().map_err(|e| self.error(RAW, e))?;
+        let json = serde_json::to_string_pretty(&self.index).expect("the index serializes");
+        std::fs::write(self.dir.join(INDEX), json + "\n").map_err(|e| self.error(INDEX, e))?;
+        Ok(self.index)
+    }
+
+    fn frame_bytes(&self) -> usize {
+        PixelFormat::from_name(&self.index.format)
+            .expect("written from a format")
+            .frame_bytes(self.index.stride, self.index.height)
+    }
+
+    fn error(&self, name: &str, e: std::io::Error) -> Error {
+        Error::Write { path: self.dir.join(name), reason: e.to_string() }
+    }
+}
+
+/// A recording opened for replay, checked whole before the first frame: a truncated or
+/// inconsistent recording is an error naming the file, never a short read later.
+pub struct Reader {
+    pub index: Index,
+    pub format: PixelFormat,
+    pub frame_bytes: usize,
+    raw: File,
+    raw_path: PathBuf,
+}
+
+impl Reader {
+    pub fn open(dir: &Path) -> Result<Reader> {
+        let index_path = dir.join(INDEX);
+        let text = std::fs::read_to_string(&index_path).map_err(|e| Error::read(&index_path, e))?;
+        let index: Index = serde_json::from_str(&text)
+            .map_err(|e| Error::input(&index_path, format!("not a recording index: {e}")))?;
+        if index.schema != SCHEMA {
+            return Err(Error::input(&index_path, format!("schema '{}' is not {SCHEMA}", index.schema)));
+        }
+        let format = PixelFormat::from_name(&index.format)
+            .ok_or_else(|| Error::input(&index_path, format!("unknown pixel format '{}'", index.format)))?;
+        let probe = vec![0u8; format.frame_bytes(index.stride, index.height)];
+        crate::preprocess::frame::Frame::new(format, index.width, index.height, index.stride, &probe)
+            .map_err(|e| Error::input(&index_path, e))?;
+        if index.frames.is_empty() {
+            return Err(Error::input(&index_path, "the recording has no frames"));
+        }
+        let raw_path = dir.join(RAW);
+        let raw = File::open(&raw_path).map_err(|e| Error::read(&raw_path, e))?;
+        let raw_len = raw.metadata().map_err(|e| Error::read(&raw_path, e))?.len();
+        let frame_bytes = probe.len();
+        for (i, entry) in index.frames.iter().enumerate() {
+            let end = entry.offset + frame_bytes as u64;
+            if end > raw_len {
+                return Err(Error::input(
+                    &raw_path,
+                    format!("truncated: frame {i} ends at byte {end}, the file has {raw_len}"),
+                ));
+            }
+        }
+        Ok(Reader { index, format, frame_bytes, raw, raw_path })
+    }
+
+    /// Reads frame `i` into `buffer` (resized once to a frame's bytes).
+    pub fn read(&mut self, i: usize, buffer: &mut Vec<u8>) -> Result<()> {
+        buffer.resize(self.frame_bytes, 0);
+        let offset = self.index.frames[i].offset;
+        self.raw
+            .seek(SeekFrom::Start(offset))
+            .and_then(|_| self.raw.read_exact(buffer))
+            .map_err(|e| Error::read(&self.raw_path, format!("frame {i}: {e}")))
+    }
+}

@@ -1,0 +1,84 @@
+//! `edgert capture`: records raw frames from a source, with their format and timestamps, so frames
+//! recorded on a board replay anywhere (`--source file:DIR`).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use clap::Args;
+
+use super::emit;
+use crate::capture::source::recording::Writer;
+use crate::capture::source::{self, Capture, SourceOptions};
+use crate::Error;
+
+#[derive(Args)]
+pub struct CaptureArgs {
+    /// Frame source: synthetic:WxH[@fps][,yuyv|nv12|grey|rgb24|bgr24], or file:PATH (an image, a
+    /// folder of images, or a recording).
+    #[arg(long, value_name = "URI")]
+    source: String,
+    /// Frames to record (fewer if a file source ends first).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    frames: u64,
+    /// Folder for frames.raw and frames.json.
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Pace the source to this frame rate.
+    #[arg(long, value_parser = positive)]
+    fps: Option<f64>,
+    /// Start a file source again at its end.
+    #[arg(long = "loop")]
+    looped: bool,
+    /// Seconds to wait for a frame before giving up.
+    #[arg(long, default_value_t = 5.0, value_parser = positive)]
+    timeout_s: f64,
+}
+
+fn positive(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("'{text}' is not a number above 0")),
+    }
+}
+
+pub fn main(args: CaptureArgs) -> anyhow::Result<ExitCode> {
+    let options = SourceOptions { fps: args.fps, looped: args.looped };
+    let mut source = source::open(&args.source, &options)?;
+    let info = source.info().clone();
+    let mut writer = Writer::create(&args.out, &info)?;
+    let timeout = Duration::from_secs_f64(args.timeout_s);
+    let started = Instant::now();
+    let mut ended = false;
+    for _ in 0..args.frames {
+        match source.capture(timeout)? {
+            Capture::Frame(captured) => writer.push(&captured)?,
+            Capture::EndOfStream => {
+                ended = true;
+                break;
+            }
+            Capture::Timeout => {
+                // What was recorded so far stays readable.
+                writer.finish()?;
+                return Err(Error::input(
+                    Path::new(&args.source),
+                    format!("no frame within {} s", args.timeout_s),
+                )
+                .into());
+            }
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let index = writer.finish()?;
+    let count = index.frames.len();
+    emit(&format!(
+        "captured {count} frame(s), {} {}x{}, in {elapsed:.2} s ({:.1} fps) into {}{}",
+        info.format.name(),
+        info.width,
+        info.height,
+        count as f64 / elapsed.max(1e-9),
+        args.out.display(),
+        if ended { " (end of stream)" } else { "" }
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,76 @@
+//! `edgert report merge|compare|plot`: bench reports from many boards and runs, put side by side.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use super::emit;
+use crate::report::{compare, merge, plot, read_all, BenchFile};
+use crate::Error;
+
+#[derive(Args)]
+pub struct ReportArgs {
+    #[command(subcommand)]
+    command: ReportCommand,
+}
+
+#[derive(Subcommand)]
+enum ReportCommand {
+    /// One table across boards and runs: markdown on stdout, optionally CSV.
+    Merge {
+        /// Bench reports (`bench --json`), schema edgert.bench/2.
+        #[arg(required = true, value_name = "FILES")]
+        files: Vec<PathBuf>,
+        /// Also write the table as CSV.
+        #[arg(long, value_name = "FILE")]
+        csv: Option<PathBuf>,
+    },
+    /// The change of every latency percentile, throughput, memory and energy figure; changes
+    /// within the runs' own spread are marked as noise.
+    Compare {
+        #[arg(value_name = "BEFORE")]
+        before: PathBuf,
+        #[arg(value_name = "AFTER")]
+        after: PathBuf,
+        /// Print the comparison as JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Latency CDFs overlaid, and throughput and p99 against batch size, as one SVG.
+    Plot {
+        #[arg(required = true, value_name = "FILES")]
+        files: Vec<PathBuf>,
+        #[arg(long, value_name = "F.svg")]
+        out: PathBuf,
+    },
+}
+
+pub fn main(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    match args.command {
+        ReportCommand::Merge { files, csv } => {
+            let rows = merge::rows(&read_all(&files)?);
+            if let Some(path) = csv {
+                let file = std::fs::File::create(&path)
+                    .map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
+                merge::write_csv(&rows, file)
+                    .map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
+            }
+            emit(merge::markdown(&rows).trim_end())?;
+        }
+        ReportCommand::Compare { before, after, json } => {
+            let comparison = compare::compare(&BenchFile::read(&before)?, &BenchFile::read(&after)?);
+            if json {
+                emit(&serde_json::to_string_pretty(&comparison).context("serializing the comparison")?)?;
+            } else {
+                emit(compare::text(&comparison).trim_end())?;
+            }
+        }
+        ReportCommand::Plot { files, out } => {
+            plot::write_svg(&read_all(&files)?, &out)?;
+            eprintln!("edgert: wrote {}", out.display());
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,94 @@
+//! `report merge`: one row per report and batch size, across boards and runs, as a markdown table
+//! for people and CSV for spreadsheets.
+
+use serde::Serialize;
+
+use super::read::BenchFile;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub file: String,
+    pub board: String,
+    pub l4t: String,
+    pub power_mode: String,
+    pub model: String,
+    pub precision: String,
+    pub backend: String,
+    pub batch: usize,
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub cov: f64,
+    pub frames_per_s: f64,
+    pub peak_rss_mib: Option<f64>,
+    pub mean_power_w: Option<f64>,
+    pub energy_per_inference_mj: Option<f64>,
+}
+
+pub fn rows(files: &[BenchFile]) -> Vec<Row> {
+    let text = |v: &Option<String>| v.clone().unwrap_or_else(|| "n/a".into());
+    files
+        .iter()
+        .flat_map(|f| {
+            f.runs.iter().map(move |run| {
+                let e2e = &run.stages.end_to_end;
+                Row {
+                    file: f.path.display().to_string(),
+                    board: f.board.clone(),
+                    l4t: text(&f.l4t),
+                    power_mode: text(&f.power_mode),
+                    model: f.model_name(),
+                    precision: f.precision.clone(),
+                    backend: f.backend.clone(),
+                    batch: run.batch,
+                    p50_ms: e2e.p50_ms,
+                    p90_ms: e2e.p90_ms,
+                    p99_ms: e2e.p99_ms,
+                    cov: e2e.cov,
+                    frames_per_s: run.frames_per_s,
+                    peak_rss_mib: run.peak_rss_bytes.map(|b| b as f64 / 1_048_576.0),
+                    mean_power_w: run.power.mean_w,
+                    energy_per_inference_mj: run.power.energy_per_inference_mj,
+                }
+            })
+        })
+        .collect()
+}
+
+pub fn markdown(rows: &[Row]) -> String {
+    let opt = |v: Option<f64>, digits: usize| v.map_or("n/a".to_string(), |v| format!("{v:.digits$}"));
+    let mut out = String::from(
+        "| board | L4T | power mode | model | precision | backend | batch | p50 ms | p90 ms | p99 ms | CoV | frames/s | peak RSS MiB | power W | mJ/inference |\n\
+         |---|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+    );
+    for r in rows {
+        out += &format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.1} % | {:.1} | {} | {} | {} |\n",
+            r.board.replace('|', "/"),
+            r.l4t,
+            r.power_mode.replace('|', "/"),
+            r.model,
+            r.precision,
+            r.backend,
+            r.batch,
+            r.p50_ms,
+            r.p90_ms,
+            r.p99_ms,
+            r.cov * 100.0,
+            r.frames_per_s,
+            opt(r.peak_rss_mib, 1),
+            opt(r.mean_power_w, 2),
+            opt(r.energy_per_inference_mj, 1),
+        );
+    }
+    out
+}
+
+pub fn write_csv(rows: &[Row], out: impl std::io::Write) -> csv::Result<()> {
+    let mut writer = csv::Writer::from_writer(out);
+    for row in rows {
+        writer.serialize(row)?;
+    }
+    writer.flush()?;
+    Ok(())
+}

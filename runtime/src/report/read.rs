@@ -1,0 +1,149 @@
+//! Reading bench reports back: schema `edgert.bench/2` only, and only the fields the tables and
+//! plots use. A report of another schema is refused by name rather than half-read.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::bench::report::SCHEMA;
+use crate::metrics::stats::LatencyStats;
+use crate::{Error, Result};
+
+/// One report file: where it ran, what ran, and its runs (one per batch size).
+#[derive(Debug, Clone)]
+pub struct BenchFile {
+    pub path: PathBuf,
+    /// The board (`/proc/device-tree/model`), or the CPU on a machine that is not a board.
+    pub board: String,
+    pub l4t: Option<String>,
+    pub power_mode: Option<String>,
+    pub model: String,
+    pub model_sha256: String,
+    pub precision: String,
+    pub backend: String,
+    pub runs: Vec<Run>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Run {
+    pub batch: usize,
+    pub iterations: usize,
+    pub inferences_per_s: f64,
+    pub frames_per_s: f64,
+    pub peak_rss_bytes: Option<u64>,
+    pub power: Power,
+    pub stages: Stages,
+    /// Absent in reports written before it was added; plots then use the percentiles.
+    #[serde(default)]
+    pub end_to_end_cdf_ms: Vec<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Power {
+    pub mean_w: Option<f64>,
+    pub energy_per_inference_mj: Option<f64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Stages {
+    pub end_to_end: LatencyStats,
+}
+
+#[derive(Deserialize)]
+struct RawFile {
+    host: RawHost,
+    provenance: RawProvenance,
+    model: RawModel,
+    backend: RawBackend,
+    runs: Vec<Run>,
+}
+
+#[derive(Deserialize)]
+struct RawHost {
+    cpu: String,
+}
+
+#[derive(Deserialize)]
+struct RawProvenance {
+    board: Option<String>,
+    l4t: Option<String>,
+    nvpmodel: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct RawModel {
+    path: String,
+    sha256: String,
+    precision: String,
+}
+
+#[derive(Deserialize)]
+struct RawBackend {
+    name: String,
+}
+
+impl BenchFile {
+    pub fn read(path: &Path) -> Result<BenchFile> {
+        let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| Error::input(path, format!("not a JSON bench report: {e}")))?;
+        match value.get("schema").and_then(|s| s.as_str()) {
+            Some(SCHEMA) => {}
+            Some(other) => {
+                return Err(Error::input(
+                    path,
+                    format!("schema '{other}' is not {SCHEMA}, the one this edgert reads; rerun the bench with this edgert"),
+                ))
+            }
+            None => return Err(Error::input(path, format!("no 'schema' field: not an {SCHEMA} bench report"))),
+        }
+        let raw: RawFile = serde_json::from_value(value)
+            .map_err(|e| Error::input(path, format!("malformed {SCHEMA} report: {e}")))?;
+        if raw.runs.is_empty() {
+            return Err(Error::input(path, "the report has no runs"));
+        }
+        Ok(BenchFile {
+            path: path.to_owned(),
+            board: raw.provenance.board.unwrap_or(raw.host.cpu),
+            l4t: raw.provenance.l4t,
+            power_mode: raw.provenance.nvpmodel,
+            model: raw.model.path,
+            model_sha256: raw.model.sha256,
+            precision: raw.model.precision,
+            backend: raw.backend.name,
+            runs: raw.runs,
+        })
+    }
+
+    /// The model's file name without folder or extension.
+    pub fn model_name(&self) -> String {
+        Path::new(&self.model).file_stem().map_or(self.model.clone(), |s| s.to_string_lossy().into_owned())
+    }
+
+    /// What a legend or a table row calls this report.
+    pub fn label(&self) -> String {
+        format!("{} · {} · {}", self.board, self.model_name(), self.backend)
+    }
+}
+
+/// Reads every file; the first bad one is the error.
+pub fn read_all(paths: &[PathBuf]) -> Result<Vec<BenchFile>> {
+    paths.iter().map(|p| BenchFile::read(p)).collect()
+}
+
+/// Labels for several reports, made unique with the file name where two would read the same.
+pub fn unique_labels(files: &[BenchFile]) -> Vec<String> {
+    let labels: Vec<String> = files.iter().map(BenchFile::label).collect();
+    labels
+        .iter()
+        .zip(files)
+        .map(|(label, file)| {
+            if labels.iter().filter(|l| *l == label).count() > 1 {
+                let name = file.path.file_name().map_or(String::new(), |n| n.to_string_lossy().into_owned());
+                format!("{label} ({name})")
+            } else {
+                label.clone()
+            }
+        })
+        .collect()
+}

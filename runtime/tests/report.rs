@@ -1,0 +1,148 @@
+//! `edgert report merge|compare|plot` on real bench reports from the fixture boards.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+
+/// Benches the digits MLP on a fixture board and writes the report into `dir` as `name`.
+fn report_on(board: &str, batches: &str, dir: &Path, name: &str) -> (PathBuf, Value) {
+    let (report, _, _) = bench_on_board(&fixture(board), &["--batch", batches]);
+    let path = dir.join(name);
+    std::fs::write(&path, serde_json::to_string(&report).unwrap()).unwrap();
+    (path, report)
+}
+
+fn arg(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[test]
+fn merge_puts_boards_and_batches_in_one_table_and_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let (orin, orin_report) = report_on("orin-nano-jp6", "1,4", dir.path(), "orin.json");
+    let (xavier, _) = report_on("xavier-nx-jp5", "2", dir.path(), "xavier.json");
+    let csv = dir.path().join("merged.csv");
+    let out = edgert(&["report", "merge", arg(&orin), arg(&xavier), "--csv", arg(&csv)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let table = stdout(&out);
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains("digits_mlp_nchw")).collect();
+    assert_eq!(rows.len(), 3, "{table}");
+    assert!(rows[0].contains("Orin Nano") && rows[0].contains("| 1 |"), "{}", rows[0]);
+    assert!(rows[1].contains("| 4 |") && rows[2].contains("Xavier NX"), "{table}");
+
+    let mut reader = csv::Reader::from_path(&csv).unwrap();
+    let headers = reader.headers().unwrap().clone();
+    let records: Vec<csv::StringRecord> = reader.records().map(Result::unwrap).collect();
+    assert_eq!(records.len(), 3);
+    let column = |name: &str| headers.iter().position(|h| h == name).unwrap();
+    let p99: f64 = records[1][column("p99_ms")].parse().unwrap();
+    let expected = orin_report["runs"][1]["stages"]["end_to_end"]["p99_ms"].as_f64().unwrap();
+    assert_eq!(p99, expected);
+    assert_eq!(&records[1][column("batch")], "4");
+    // The fixture board has power sensors, so energy is filled in, not left empty.
+    assert!(records[0][column("energy_per_inference_mj")].parse::<f64>().unwrap() > 0.0);
+}
+
+#[test]
+fn compare_calls_a_change_within_the_spread_noise_and_a_larger_one_worse() {
+    let dir = tempfile::tempdir().unwrap();
+    let (before, report) = report_on("orin-nano-jp6", "1", dir.path(), "before.json");
+    let mut slower = report.clone();
+    let e2e = &mut slower["runs"][0]["stages"]["end_to_end"];
+    let cov = e2e["cov"].as_f64().unwrap();
+    let p50 = e2e["p50_ms"].as_f64().unwrap();
+    // p50 moves by half the spread (noise); p99 doubles (worse); throughput rises by 50 % (better).
+    e2e["p50_ms"] = Value::from(p50 * (1.0 + cov / 2.0));
+    e2e["p99_ms"] = Value::from(e2e["p99_ms"].as_f64().unwrap() * 2.0);
+    let run = &mut slower["runs"][0];
+    run["frames_per_s"] = Value::from(run["frames_per_s"].as_f64().unwrap() * 1.5);
+    let after = dir.path().join("after.json");
+    std::fs::write(&after, slower.to_string()).unwrap();
+
+    let out = edgert(&["report", "compare", arg(&before), arg(&after), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let comparison: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let verdict = |metric: &str| {
+        let changes = comparison["changes"].as_array().unwrap();
+        let change = changes.iter().find(|c| c["metric"] == metric).unwrap();
+        change["verdict"].as_str().unwrap().to_string()
+    };
+    assert!(cov > 0.0, "a measured run has some spread");
+    assert_eq!(verdict("p50"), "noise");
+    assert_eq!(verdict("p99"), "worse");
+    assert_eq!(verdict("frames/s"), "better");
+    assert_eq!(verdict("peak RSS"), "same");
+    assert_eq!(verdict("max"), "same");
+
+    let text = stdout(&edgert(&["report", "compare", arg(&before), arg(&after)]));
+    assert!(text.contains("p99 (ms)") && text.contains("+100.0 %") && text.contains("worse"), "{text}");
+}
+
+#[test]
+fn compare_lists_batches_measured_on_one_side_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let (before, _) = report_on("xavier-nx-jp5", "1,2", dir.path(), "before.json");
+    let (after, _) = report_on("xavier-nx-jp5", "2,8", dir.path(), "after.json");
+    let out = edgert(&["report", "compare", arg(&before), arg(&after)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("batch 1 only in") && text.contains("batch 8 only in"), "{text}");
+    assert!(text.contains("\nbatch 2\n"), "{text}");
+}
+
+#[test]
+fn plot_draws_cdfs_and_batch_sweeps_into_one_svg() {
+    let dir = tempfile::tempdir().unwrap();
+    let (orin, _) = report_on("orin-nano-jp6", "1,2,4", dir.path(), "orin.json");
+    let (agx, _) = report_on("agx-orin-jp6", "1,2", dir.path(), "agx.json");
+    let svg = dir.path().join("plot.svg");
+    let out = edgert(&["report", "plot", arg(&orin), arg(&agx), "--out", arg(&svg)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&svg).unwrap();
+    assert!(text.starts_with("<svg"));
+    // One 101-point CDF per run (5), and a marker per run in each of the two sweeps.
+    let cdf_lines = text
+        .split("<polyline")
+        .skip(1)
+        .filter(|element| {
+            let points = element.split("points=\"").nth(1).unwrap().split('"').next().unwrap();
+            points.split_whitespace().count() == 101
+        })
+        .count();
+    assert_eq!(cdf_lines, 5);
+    assert_eq!(text.matches("<circle").count(), 2 * 5);
+    for label in ["batch 4", "latency CDF", "frames/s", "p99 (ms)", "Orin Nano", "AGX Orin"] {
+        assert!(text.contains(label), "no '{label}' in the plot");
+    }
+}
+
+#[test]
+fn a_report_of_another_schema_or_not_a_report_is_refused_by_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let (good, mut report) = report_on("orin-nano-jp6", "1", dir.path(), "good.json");
+    report["schema"] = Value::from("edgert.bench/1");
+    let old = dir.path().join("old.json");
+    std::fs::write(&old, report.to_string()).unwrap();
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "not json").unwrap();
+    let missing = dir.path().join("missing.json");
+    let cases: [(&[&str], &Path, &str); 4] = [
+        (&["merge", arg(&good), arg(&old)], &old, "schema 'edgert.bench/1' is not edgert.bench/2"),
+        (&["compare", arg(&old), arg(&good)], &old, "schema 'edgert.bench/1'"),
+        (&["plot", arg(&junk), "--out", "x.svg"], &junk, "not a JSON bench report"),
+        (&["merge", arg(&missing)], &missing, "No such file"),
+    ];
+    for (args, file, message) in cases {
+        let out = edgert(&[&["report"], args].concat());
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(arg(file)) && err.contains(message), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    let out = edgert(&["report", "plot", arg(&good), "--out", "/nonexistent/dir/plot.svg"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("/nonexistent/dir/plot.svg"), "{}", stderr(&out));
+}
