@@ -109,6 +109,21 @@ fn an_image_becomes_rgb_frames_once_or_looped() {
 }
 
 #[test]
+fn a_source_without_a_frame_in_time_stops_with_what_it_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    // At 0.5 fps the second frame is due 2 s after the first, past a 0.2 s timeout.
+    let args = ["--source", "synthetic:8x8@0.5,grey", "--frames", "3", "--timeout-s", "0.2"];
+    let out = capture(&[&args[..], &["--out", dir.path().to_str().unwrap()]].concat());
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("synthetic:8x8@0.5,grey: no frame within 0.2 s") && err.lines().count() == 1,
+        "{err}"
+    );
+    assert_eq!(index(dir.path())["frames"].as_array().unwrap().len(), 1, "the frame before stays recorded");
+}
+
+#[test]
 fn bad_sources_and_damaged_recordings_are_one_line_errors() {
     let dir = tempfile::tempdir().unwrap();
     let good = dir.path().join("good");
@@ -130,6 +145,13 @@ fn bad_sources_and_damaged_recordings_are_one_line_errors() {
     idx["schema"] = Value::from("edgert.recording/0");
     std::fs::write(other_schema.join("frames.json"), idx.to_string()).unwrap();
 
+    let backwards = dir.path().join("backwards");
+    std::fs::create_dir_all(&backwards).unwrap();
+    std::fs::copy(good.join("frames.raw"), backwards.join("frames.raw")).unwrap();
+    let mut idx = index(&good);
+    idx["frames"][2]["timestamp_ns"] = Value::from(0);
+    std::fs::write(backwards.join("frames.json"), idx.to_string()).unwrap();
+
     let garbled = dir.path().join("garbled");
     std::fs::create_dir_all(&garbled).unwrap();
     std::fs::write(garbled.join("frames.json"), "{ not json").unwrap();
@@ -146,6 +168,7 @@ fn bad_sources_and_damaged_recordings_are_one_line_errors() {
             "schema 'edgert.recording/0' is not edgert.recording/1".into(),
         ),
         (format!("file:{}", garbled.display()), "frames.json: not a recording index".into()),
+        (format!("file:{}", backwards.display()), "frame 2's timestamp is earlier than frame 1's".into()),
         (format!("file:{}", dir.path().join("missing").display()), "missing".into()),
     ];
     for (uri, message) in cases {

@@ -68,7 +68,7 @@ impl MjpegDecoder {
             Some(sos) => {
                 self.with_tables.clear();
                 self.with_tables.extend_from_slice(&jpeg[..sos]);
-                self.with_tables.extend_from_slice(&standard_dht_segment());
+                self.with_tables.extend_from_slice(&STANDARD_DHT);
                 self.with_tables.extend_from_slice(&jpeg[sos..end]);
                 self.stats.standard_tables += 1;
                 &self.with_tables[..]
@@ -111,6 +111,9 @@ fn missing_tables_at(jpeg: &[u8]) -> Option<usize> {
     }
     None
 }
+
+/// Built once: frames of a camera that omits its tables all need it.
+static STANDARD_DHT: std::sync::LazyLock<Vec<u8>> = std::sync::LazyLock::new(standard_dht_segment);
 
 /// One DHT segment holding the four tables of T.81 Annex K.3 (luminance and chrominance, DC and
 /// AC): code counts per length 1..=16, then the symbols.

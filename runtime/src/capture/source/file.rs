@@ -25,6 +25,7 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
         };
         return Ok(Box::new(Replay {
             info,
+            loop_length_ns: reader.loop_length_ns(),
             reader,
             buffer: Vec::new(),
             next: 0,
@@ -59,6 +60,7 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
 /// each loop so they keep increasing.
 struct Replay {
     info: SourceInfo,
+    loop_length_ns: u64,
     reader: Reader,
     buffer: Vec<u8>,
     next: usize,
@@ -86,10 +88,8 @@ impl FrameSource for Replay {
             return Ok(Capture::Timeout);
         }
         self.reader.read(self.next, &mut self.buffer)?;
-        let entries = &self.reader.index.frames;
-        let span = entries[count - 1].timestamp_ns - entries[0].timestamp_ns;
-        let period = if count > 1 { span / (count as u64 - 1) } else { 0 };
-        let timestamp_ns = entries[self.next].timestamp_ns + self.loops * (span + period);
+        let timestamp_ns =
+            self.reader.index.frames[self.next].timestamp_ns + self.loops * self.loop_length_ns;
         self.next += 1;
         let SourceInfo { format, width, height, stride, .. } = self.info;
         let frame = Frame::new(format, width, height, stride, &self.buffer).expect("checked when opened");

@@ -46,6 +46,7 @@ pub struct Writer {
     raw: BufWriter<File>,
     index: Index,
     offset: u64,
+    frame_bytes: usize,
 }
 
 impl Writer {
@@ -64,11 +65,12 @@ impl Writer {
             stride: info.stride,
             frames: Vec::new(),
         };
-        Ok(Writer { dir: dir.to_owned(), raw: BufWriter::new(raw), index, offset: 0 })
+        let frame_bytes = info.format.frame_bytes(info.stride, info.height);
+        Ok(Writer { dir: dir.to_owned(), raw: BufWriter::new(raw), index, offset: 0, frame_bytes })
     }
 
     pub fn push(&mut self, captured: &Captured) -> Result<()> {
-        let bytes = &captured.frame.data[..self.frame_bytes()];
+        let bytes = &captured.frame.data[..self.frame_bytes];
         self.raw.write_all(bytes).map_err(|e| self.error(RAW, e))?;
         self.index.frames.push(FrameEntry {
             sequence: captured.sequence,
@@ -85,12 +87,6 @@ impl Writer {
         let json = serde_json::to_string_pretty(&self.index).expect("the index serializes");
         std::fs::write(self.dir.join(INDEX), json + "\n").map_err(|e| self.error(INDEX, e))?;
         Ok(self.index)
-    }
-
-    fn frame_bytes(&self) -> usize {
-        PixelFormat::from_name(&self.index.format)
-            .expect("written from a format")
-            .frame_bytes(self.index.stride, self.index.height)
     }
 
     fn error(&self, name: &str, e: std::io::Error) -> Error {
@@ -130,6 +126,12 @@ impl Reader {
         let raw_len = raw.metadata().map_err(|e| Error::read(&raw_path, e))?.len();
         let frame_bytes = probe.len();
         for (i, entry) in index.frames.iter().enumerate() {
+            if i > 0 && entry.timestamp_ns < index.frames[i - 1].timestamp_ns {
+                return Err(Error::input(
+                    &index_path,
+                    format!("frame {i}'s timestamp is earlier than frame {}'s", i - 1),
+                ));
+            }
             let end = entry.offset + frame_bytes as u64;
             if end > raw_len {
                 return Err(Error::input(
@@ -139,6 +141,14 @@ impl Reader {
             }
         }
         Ok(Reader { index, format, frame_bytes, raw, raw_path })
+    }
+
+    /// How far a loop of the recording moves the timestamps on: from the first frame to the last,
+    /// plus one mean frame period (timestamps were checked to increase when opened).
+    pub fn loop_length_ns(&self) -> u64 {
+        let frames = &self.index.frames;
+        let span = frames[frames.len() - 1].timestamp_ns - frames[0].timestamp_ns;
+        span + if frames.len() > 1 { span / (frames.len() as u64 - 1) } else { 0 }
     }
 
     /// Reads frame `i` into `buffer` (resized once to a frame's bytes).
