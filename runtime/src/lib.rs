@@ -14,6 +14,7 @@ pub mod pipeline;
 pub mod postprocess;
 pub mod preprocess;
 pub mod report;
+pub mod stream;
 pub mod tensor;
 pub mod tune;
 pub mod validate;

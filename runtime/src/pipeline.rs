@@ -6,6 +6,7 @@ use image::DynamicImage;
 use crate::backend::{PrepareOptions, Prepared, Selected, Session};
 use crate::model::Model;
 use crate::postprocess::{Postprocessor, Prediction};
+use crate::preprocess::fused::FusedPreprocess;
 use crate::preprocess::{Geometry, Preprocessor};
 use crate::tensor::HostTensor;
 use crate::{Error, Result};
@@ -88,7 +89,7 @@ impl Pipeline {
         Ok((tensor, geometries))
     }
 
-    pub fn infer(&mut self, input: HostTensor) -> Result<Vec<HostTensor>> {
+    pub fn infer(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>> {
         self.session.run(input)
     }
 
@@ -101,10 +102,37 @@ impl Pipeline {
             .collect()
     }
 
+    /// The one-pass preprocessing from `width`×`height` camera frames into this model's input.
+    pub fn frame_preprocess(&self, width: usize, height: usize) -> Result<FusedPreprocess> {
+        self.preprocessor.as_ref().map_err(|reason| Error::Usage(reason.clone()))?;
+        let manifest = &self.model.manifest;
+        let (h, w, _) = manifest.image_geometry().expect("an image model: its preprocessor was made");
+        FusedPreprocess::new(&manifest.preprocess, w, h, manifest.input.layout, width, height)
+            .map_err(|reason| Error::manifest(self.model.source_path(), reason))
+    }
+
+    /// Inference and postprocessing borrowed apart, so each can run on its own thread.
+    pub fn split(&mut self) -> (&mut dyn Session, Postprocess<'_>) {
+        (self.session.as_mut(), Postprocess { model: &self.model, postprocessor: &self.postprocessor })
+    }
+
     /// All three stages for one sample (the batch filled with copies of it); its prediction.
     pub fn predict(&mut self, sample: Sample) -> Result<Prediction> {
         let (input, geometries) = self.preprocess(&[sample])?;
-        let outputs = self.infer(input)?;
+        let outputs = self.infer(&input)?;
         Ok(self.postprocess(&outputs, &geometries[..1]).remove(0))
+    }
+}
+
+/// The postprocessing stage on its own.
+pub struct Postprocess<'a> {
+    model: &'a Model,
+    postprocessor: &'a Postprocessor,
+}
+
+impl Postprocess<'_> {
+    /// The prediction for batch `item`.
+    pub fn run(&self, outputs: &[HostTensor], item: usize, geometry: &Geometry) -> Prediction {
+        self.postprocessor.run(self.model, outputs, item, Some(geometry))
     }
 }

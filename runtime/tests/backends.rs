@@ -33,7 +33,7 @@ fn outputs(backend: &str, manifest: &str, inputs: &[Sample]) -> Vec<Vec<f32>> {
         .iter()
         .map(|s| {
             let (input, _) = p.preprocess(&[*s]).unwrap();
-            p.infer(input).unwrap().into_iter().flat_map(|t| t.data).collect()
+            p.infer(&input).unwrap().into_iter().flat_map(|t| t.data).collect()
         })
         .collect()
 }

@@ -161,7 +161,7 @@ fn bad_sources_and_damaged_recordings_are_one_line_errors() {
         ("rtsp://camera/stream".to_string(), "unknown source".to_string()),
         ("synthetic:0x10".into(), "not a frame size".into()),
         ("synthetic:15x16,yuyv".into(), "needs even sides".into()),
-        ("v4l2:///dev/video0".into(), "/dev/video0: V4L2 camera capture is not in this build yet".into()),
+        ("v4l2:///dev/video63".into(), "/dev/video63: no such device".into()),
         (format!("file:{}", truncated.display()), format!("{}: truncated: frame 3", raw.display())),
         (
             format!("file:{}", other_schema.display()),

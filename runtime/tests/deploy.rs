@@ -522,6 +522,7 @@ fn the_scripts_are_shellcheck_clean() {
         "cross/test-aarch64.sh",
         "cross/build-aarch64.sh",
         "cross/check-aarch64.sh",
+        "benches/pipeline_throughput.sh",
         ".ci/run",
         "models/fetch.sh",
     ];

@@ -116,7 +116,7 @@ fn batch_of_four_gives_the_same_answer_as_batch_one() {
     let image = capture::load_image(&image("chelsea.png")).unwrap();
     let (input, geometries) = p4.preprocess(&[Sample::Image(&image)]).unwrap();
     assert_eq!(input.shape, vec![4, 3, 224, 224]);
-    let outputs = p4.infer(input).unwrap();
+    let outputs = p4.infer(&input).unwrap();
     let predictions = p4.postprocess(&outputs, &geometries);
     assert_eq!(predictions.len(), 4);
     let mut p1 = pipeline("mobilenetv2_fp32.toml");

@@ -122,7 +122,7 @@ struct CpuSession {
 }
 
 impl Session for CpuSession {
-    fn run(&mut self, input: HostTensor) -> Result<Vec<HostTensor>> {
+    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>> {
         let failed = |e: TractError| Error::Inference { path: self.path.clone(), reason: one_line(&e) };
         if input.shape != self.expected {
             return Err(Error::Inference {
@@ -130,9 +130,8 @@ impl Session for CpuSession {
                 reason: format!("input shape {:?}, plan compiled for {:?}", input.shape, self.expected),
             });
         }
-        let tensor = tract_ndarray::ArrayD::from_shape_vec(input.shape, input.data)
-            .map_err(|e| failed(e.into()))?
-            .into_tensor();
+        // tract wants its input owned: one copy, small next to the model's own run.
+        let tensor = Tensor::from_shape(&input.shape, &input.data).map_err(failed)?;
         let outputs = self.state.run(tvec!(tensor.into_tvalue())).map_err(failed)?;
         outputs
             .iter()

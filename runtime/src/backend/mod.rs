@@ -43,8 +43,9 @@ pub trait Prepared: Send + Sync {
 }
 
 pub trait Session: Send {
-    /// Runs one batch; outputs come in the order of `Prepared::outputs`.
-    fn run(&mut self, input: HostTensor) -> Result<Vec<HostTensor>>;
+    /// Runs one batch; outputs come in the order of `Prepared::outputs`. The input is borrowed so
+    /// a camera pipeline can reuse its buffer for the next frame.
+    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>>;
 }
 
 /// Backends compiled into this binary, in priority order (GPU backends first once they exist).

@@ -4,18 +4,21 @@
 pub mod output;
 pub mod power;
 pub mod report;
+mod stream;
+mod window;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use image::DynamicImage;
 
 use crate::backend::{self, PrepareOptions};
+use crate::capture::source::SourceOptions;
 use crate::capture::{self, npz::TensorSet, synthetic};
-use crate::metrics::periodic::Periodic;
 use crate::metrics::provenance::Provenance;
-use crate::metrics::telemetry::{run::RunTelemetry, Telemetry};
+use crate::metrics::telemetry::Telemetry;
 use crate::metrics::{
     host::Host,
     memory,
@@ -39,7 +42,20 @@ pub struct BenchConfig {
     pub min_iterations: usize,
     /// `None` for synthetic input.
     pub input: Option<PathBuf>,
+    /// Frames from a source through the camera pipeline instead of `input`.
+    pub source: Option<SourceBench>,
     pub sensing: Sensing,
+    /// Set (by Ctrl-C) to stop: the run so far is reported and later batch sizes are skipped.
+    pub stop: Arc<AtomicBool>,
+}
+
+/// A frame source to bench through the pipeline, reopened for each phase so a paced source
+/// starts on time.
+#[derive(Debug, Clone)]
+pub struct SourceBench {
+    pub uri: String,
+    pub options: SourceOptions,
+    pub stream: crate::stream::StreamConfig,
 }
 
 /// How to read the board while measuring.
@@ -110,9 +126,13 @@ pub fn run(
     if config.batches.is_empty() || config.batches.contains(&0) {
         return Err(Error::Usage("--batch needs sizes of at least 1".into()));
     }
-    let inputs = Inputs::load(model, config.input.as_ref())?;
+    let inputs = match config.source {
+        // The frames come from the source.
+        Some(_) => Inputs::Images(Vec::new()),
+        None => Inputs::load(model, config.input.as_ref())?,
+    };
     let samples = inputs.samples();
-    if samples.is_empty() {
+    if samples.is_empty() && config.source.is_none() {
         return Err(Error::Usage("the input holds no samples".into()));
     }
     let sensing = &config.sensing;
@@ -133,7 +153,12 @@ pub fn run(
             fallback: pipeline.fallback.clone(),
             version: pipeline.backend_version.clone(),
         });
-        let run = measure(&mut pipeline, &samples, config, &probe, &telemetry, load_ms, progress)?;
+        let run = match &config.source {
+            Some(source) => {
+                stream::measure(&mut pipeline, source, config, &probe, &telemetry, load_ms, progress)?
+            }
+            None => measure(&mut pipeline, &samples, config, &probe, &telemetry, load_ms, progress)?,
+        };
         warnings.extend(run.telemetry.warnings().into_iter().map(|w| format!("batch {batch}: {w}")));
         for (stage, stats) in run.stages.named() {
             if stats.cov > COV_WARNING && matches!(stage, "inference" | "end_to_end") {
@@ -143,7 +168,16 @@ pub fn run(
                 ));
             }
         }
+        let ending = run.stream.as_ref().map(|s| s.ending.clone());
         runs.push(run);
+        if let Some(crate::stream::Ending::Failed(reason)) = ending {
+            warnings.push(format!("batch {batch}: the run stopped early: {reason}"));
+            break;
+        }
+        if config.stop.load(Ordering::Relaxed) {
+            warnings.push(format!("batch {batch}: interrupted; the run covers what was measured until then"));
+            break;
+        }
     }
     let backend = backend_info.expect("at least one batch ran");
     let facts = inspect::inspect(model)?;
@@ -170,7 +204,11 @@ pub fn run(
         },
         backend,
         threads: config.threads,
-        input: config.input.as_ref().map_or("synthetic".into(), |p| p.display().to_string()),
+        input: match (&config.source, &config.input) {
+            (Some(source), _) => source.uri.clone(),
+            (None, Some(path)) => path.display().to_string(),
+            (None, None) => "synthetic".into(),
+        },
         settings: Settings {
             warmup_ms: config.warmup.as_millis() as u64,
             duration_s: config.duration.as_secs_f64(),
@@ -198,7 +236,7 @@ fn iterate(pipeline: &mut Pipeline, samples: &[Sample], cursor: &mut usize) -> R
     let t0 = Instant::now();
     let (input, geometries) = pipeline.preprocess(&batch)?;
     let t1 = Instant::now();
-    let outputs = pipeline.infer(input)?;
+    let outputs = pipeline.infer(&input)?;
     let t2 = Instant::now();
     std::hint::black_box(pipeline.postprocess(&outputs, &geometries));
     let t3 = Instant::now();
@@ -224,14 +262,7 @@ fn measure(
         iterate(pipeline, samples, &mut cursor)?;
     }
     let (mut pre, mut inf, mut post, mut total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let sampler = probe.start();
-    let reader = telemetry.clone();
-    let snapshots =
-        Periodic::start("edgert-telemetry", probe.epoch(), config.sensing.telemetry_interval, move || {
-            reader.snapshot()
-        })
-        .ok();
-    let window_start = probe.now();
+    let window = window::Window::open(probe, telemetry, &config.sensing);
     let started = Instant::now();
     let mut last_report = started;
     while started.elapsed() < config.duration || total.len() < config.min_iterations {
@@ -246,10 +277,7 @@ fn measure(
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let window_end = probe.now();
-    let power_samples = sampler.map(|s| s.finish());
-    // A sampler that could not start leaves the telemetry empty, not the run failed.
-    let snapshots = snapshots.map(Periodic::finish).unwrap_or_default();
+    let (power, telemetry) = window.close(probe, telemetry, total.len());
     let stats = |v: &[f64]| LatencyStats::from_ms(v).expect("at least one iteration");
     let iterations = total.len();
     Ok(BatchRun {
@@ -261,8 +289,8 @@ fn measure(
         inferences_per_s: iterations as f64 / elapsed,
         frames_per_s: (iterations * batch) as f64 / elapsed,
         peak_rss_bytes: memory::peak_rss_bytes(),
-        power: probe.report(power_samples, window_start, window_end, iterations),
-        telemetry: RunTelemetry::summarize(telemetry.source(), &snapshots, window_start),
+        power,
+        telemetry,
         stages: Stages {
             preprocess: stats(&pre),
             inference: stats(&inf),
@@ -270,5 +298,6 @@ fn measure(
             end_to_end: stats(&total),
         },
         end_to_end_cdf_ms: percentile_curve(&total),
+        stream: None,
     })
 }

@@ -65,6 +65,9 @@ pub fn text(report: &BenchReport) -> String {
             "  throughput {:.1} inferences/s, {:.1} frames/s\n",
             run.inferences_per_s, run.frames_per_s
         );
+        if let Some(s) = &run.stream {
+            out += &stream_line(s);
+        }
         out += &power_line(&run.power);
         out += &telemetry_lines(&run.telemetry);
     }
@@ -114,6 +117,11 @@ const COLUMNS: &[Column] = &[
     ("cov", |_, _, s| s.cov.to_string()),
     ("inferences_per_s", |_, r, _| r.inferences_per_s.to_string()),
     ("frames_per_s", |_, r, _| r.frames_per_s.to_string()),
+    ("source", |b, r, _| r.stream.as_ref().map_or(String::new(), |_| b.input.clone())),
+    ("source_fps", |_, r, _| opt(r.stream.as_ref().and_then(|s| s.source_fps))),
+    ("frames_dropped", |_, r, _| {
+        opt(r.stream.as_ref().map(|s| s.dropped_before_preprocess + s.dropped_before_inference))
+    }),
     ("peak_rss_bytes", |_, r, _| opt(r.peak_rss_bytes)),
     ("power_mean_w", |_, r, _| opt(r.power.mean_w)),
     ("power_peak_w", |_, r, _| opt(r.power.peak_w)),
@@ -153,6 +161,25 @@ pub fn write_csv(report: &BenchReport, path: &Path) -> Result<()> {
     }
     writer.flush().map_err(|e| fail(&e))?;
     Ok(())
+}
+
+/// The camera pipeline's frames: end to end above is then glass to glass.
+fn stream_line(s: &crate::stream::StreamStats) -> String {
+    format!(
+        "  stream {} {} {}x{}: {} captured at {:.1} fps{}, {} predicted at {:.1} fps, {} dropped (drop {}, queue depth {}); end to end is glass to glass\n",
+        s.source,
+        s.format,
+        s.width,
+        s.height,
+        s.frames_captured,
+        s.capture_fps,
+        s.source_fps.map_or(String::new(), |fps| format!(" (paced at {fps:.1})")),
+        s.frames_processed,
+        s.achieved_fps,
+        s.dropped_before_preprocess + s.dropped_before_inference,
+        s.drop_policy.name(),
+        s.queue_depth
+    )
 }
 
 /// Memory, clocks, GPU and temperatures of a run, in two lines.

@@ -84,6 +84,9 @@ pub struct BatchRun {
     pub stages: Stages,
     /// End-to-end latency at each whole percentile 0..=100, for CDF plots (`edgert report plot`).
     pub end_to_end_cdf_ms: Vec<f64>,
+    /// With `--source`: the camera pipeline's frames, rates and drops. Its stages are then per
+    /// inference, and end to end is each frame's glass-to-glass time.
+    pub stream: Option<crate::stream::StreamStats>,
 }
 
 #[derive(Debug, Clone, Serialize)]

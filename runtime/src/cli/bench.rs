@@ -3,13 +3,17 @@
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 use clap::Args;
 
 use super::measure_args::{PowerArgs, TimingArgs};
+use super::source_args::{stop_on_signal, INTERRUPTED};
 use super::{emit, ModelArgs};
-use crate::bench::{self, output, BenchConfig, Progress};
+use crate::bench::{self, output, BenchConfig, Progress, SourceBench};
+use crate::stream::Ending;
 use crate::Error;
 
 #[derive(Args)]
@@ -28,8 +32,11 @@ pub struct BenchArgs {
     #[command(flatten)]
     timing: TimingArgs,
     /// An image, a folder of images, an .npz tensor set, or `synthetic`.
-    #[arg(long, default_value = "synthetic", value_name = "PATH|synthetic")]
+    #[arg(long, default_value = "synthetic", value_name = "PATH|synthetic", conflicts_with = "source")]
     input: String,
+    /// With --source, each stage runs on its own thread and end to end is glass to glass.
+    #[command(flatten)]
+    source: super::source_args::SourceArgs,
     /// Also write the report as JSON (schema edgert.bench/2).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -41,7 +48,8 @@ pub struct BenchArgs {
 }
 
 impl BenchArgs {
-    fn config(&self) -> Result<BenchConfig, Error> {
+    fn config(&self, stop: Arc<AtomicBool>) -> Result<BenchConfig, Error> {
+        self.source.check(&[])?;
         if self.batch.contains(&0) {
             return Err(Error::Usage("--batch sizes must be at least 1".into()));
         }
@@ -55,7 +63,13 @@ impl BenchArgs {
             duration: timing.duration,
             min_iterations: timing.min_iterations,
             input: (self.input != "synthetic").then(|| PathBuf::from(&self.input)),
+            source: self.source.source.as_ref().map(|uri| SourceBench {
+                uri: uri.clone(),
+                options: self.source.open.options(),
+                stream: self.source.stream(),
+            }),
             sensing,
+            stop,
         })
     }
 }
@@ -63,7 +77,11 @@ impl BenchArgs {
 pub fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
     #[cfg(feature = "ort")]
     args.ort.apply();
-    let config = args.config()?;
+    let stop = match &args.source.source {
+        Some(_) => stop_on_signal()?,
+        None => Arc::default(),
+    };
+    let config = args.config(stop)?;
     let read = Instant::now();
     let model = args.model.load()?;
     let model_read = read.elapsed();
@@ -94,5 +112,11 @@ pub fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.csv {
         output::write_csv(&report, path)?;
     }
-    Ok(ExitCode::SUCCESS)
+    // A streamed run that stopped early was reported as far as it went; the exit code says so.
+    if config.stop.load(Ordering::Relaxed) {
+        return Ok(ExitCode::from(INTERRUPTED));
+    }
+    let failed =
+        report.runs.iter().filter_map(|r| r.stream.as_ref()).any(|s| matches!(s.ending, Ending::Failed(_)));
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }

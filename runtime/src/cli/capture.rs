@@ -8,44 +8,36 @@ use std::time::{Duration, Instant};
 use clap::Args;
 
 use super::emit;
+use super::source_args::{positive, OpenArgs};
 use crate::capture::source::recording::Writer;
-use crate::capture::source::{self, Capture, SourceOptions};
+use crate::capture::source::{self, Capture};
 use crate::Error;
 
 #[derive(Args)]
 pub struct CaptureArgs {
-    /// Frame source: synthetic:WxH[@fps][,yuyv|nv12|grey|rgb24|bgr24], or file:PATH (an image, a
-    /// folder of images, or a recording).
+    /// Frame source: v4l2:///dev/videoN (or /dev/videoN), synthetic:WxH[@fps][,yuyv|nv12|grey|rgb24|bgr24],
+    /// or file:PATH (an image, a folder of images, or a recording).
     #[arg(long, value_name = "URI")]
     source: String,
+    #[command(flatten)]
+    open: OpenArgs,
     /// Frames to record (fewer if a file source ends first).
     #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
     frames: u64,
     /// Folder for frames.raw and frames.json.
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
-    /// Pace the source to this frame rate.
-    #[arg(long, value_parser = positive)]
-    fps: Option<f64>,
-    /// Start a file source again at its end.
-    #[arg(long = "loop")]
-    looped: bool,
     /// Seconds to wait for a frame before giving up.
     #[arg(long, default_value_t = 5.0, value_parser = positive)]
     timeout_s: f64,
 }
 
-fn positive(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
-        _ => Err(format!("'{text}' is not a number above 0")),
-    }
-}
-
 pub fn main(args: CaptureArgs) -> anyhow::Result<ExitCode> {
-    let options = SourceOptions { fps: args.fps, looped: args.looped };
-    let mut source = source::open(&args.source, &options)?;
+    let mut source = source::open(&args.source, &args.open.options())?;
     let info = source.info().clone();
+    if let Some(detail) = &info.detail {
+        eprintln!("edgert: {}: {detail}", info.uri);
+    }
     let mut writer = Writer::create(&args.out, &info)?;
     let timeout = Duration::from_secs_f64(args.timeout_s);
     let started = Instant::now();

@@ -13,6 +13,8 @@ mod ort_args;
 mod prometheus;
 mod report;
 mod run;
+mod run_source;
+mod source_args;
 mod tune;
 mod validate;
 

@@ -1,9 +1,10 @@
-//! `edgert run`: predictions for images, folders of images and labelled tensor sets.
+//! `edgert run`: predictions for images, folders of images and labelled tensor sets, or for a
+//! frame source through the camera pipeline (`run_source`).
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::Args;
+use clap::{ArgGroup, Args};
 use serde_json::json;
 
 use super::{emit, ModelArgs};
@@ -13,6 +14,7 @@ use crate::pipeline::{Pipeline, Sample};
 use crate::postprocess::Prediction;
 
 #[derive(Args)]
+#[command(group(ArgGroup::new("what").required(true).args(["input", "source"])))]
 pub struct RunArgs {
     #[cfg(feature = "ort")]
     #[command(flatten)]
@@ -21,7 +23,15 @@ pub struct RunArgs {
     model: ModelArgs,
     /// An image, a folder of images, or an .npz with `x` samples (and `y` labels).
     #[arg(long, short, value_name = "PATH")]
-    input: PathBuf,
+    input: Option<PathBuf>,
+    #[command(flatten)]
+    source: super::source_args::SourceArgs,
+    /// With --source: stop after this many frames.
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
+    frames: Option<u64>,
+    /// With --source: stop capturing after this many seconds.
+    #[arg(long, value_parser = super::source_args::positive)]
+    duration_s: Option<f64>,
     /// cpu, gpu (strict) or gpu-or-cpu (falls back to the CPU and says so).
     #[arg(long, default_value = "cpu")]
     backend: String,
@@ -31,7 +41,7 @@ pub struct RunArgs {
     /// Classes to show for classifiers (default: the manifest's top_k).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     top_k: Option<u16>,
-    /// One JSON object per input on stdout.
+    /// One JSON object per input or frame on stdout (and, with --source, a summary at the end).
     #[arg(long)]
     json: bool,
 }
@@ -39,6 +49,7 @@ pub struct RunArgs {
 pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     #[cfg(feature = "ort")]
     args.ort.apply();
+    args.source.check(&[("--frames", args.frames.is_some()), ("--duration-s", args.duration_s.is_some())])?;
     let mut model = args.model.load()?;
     if let Some(k) = args.top_k {
         model.manifest.classification.top_k = k as usize;
@@ -49,10 +60,10 @@ pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     }
     let options = PrepareOptions { batch: 1, threads: args.threads as usize };
     let mut pipeline = Pipeline::open(model, selected, options)?;
-    if capture::is_npz(&args.input) {
-        run_tensors(&mut pipeline, &args.input, args.json)
-    } else {
-        run_images(&mut pipeline, &args.input, args.json)
+    match &args.input {
+        Some(input) if capture::is_npz(input) => run_tensors(&mut pipeline, input, args.json),
+        Some(input) => run_images(&mut pipeline, input, args.json),
+        None => super::run_source::main(&mut pipeline, &args.source, args.frames, args.duration_s, args.json),
     }
 }
 
@@ -111,7 +122,16 @@ fn format_prediction(name: &str, prediction: &Prediction, label: Option<i64>, js
         }
         return value.to_string();
     }
-    let body = match prediction {
+    let body = prediction_text(prediction);
+    match label {
+        Some(label) => format!("{name}: {body} (label {label})"),
+        None => format!("{name}: {body}"),
+    }
+}
+
+/// A prediction on one line, for people.
+pub(super) fn prediction_text(prediction: &Prediction) -> String {
+    match prediction {
         Prediction::Classes(classes) => classes
             .iter()
             .map(|c| format!("{} {} {:.3}", c.class_id, c.label, c.score))
@@ -134,9 +154,5 @@ fn format_prediction(name: &str, prediction: &Prediction, label: Option<i64>, js
             .map(|o| format!("{} {:?} {:?}", o.name, o.shape, o.first_values))
             .collect::<Vec<_>>()
             .join("; "),
-    };
-    match label {
-        Some(label) => format!("{name}: {body} (label {label})"),
-        None => format!("{name}: {body}"),
     }
 }

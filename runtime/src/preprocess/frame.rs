@@ -82,8 +82,8 @@ impl<'a> Frame<'a> {
             return Err(format!("a {width}x{height} frame has no pixels"));
         }
         let odd = match format {
-            PixelFormat::Yuyv => width % 2 != 0,
-            PixelFormat::Nv12 => width % 2 != 0 || height % 2 != 0,
+            PixelFormat::Yuyv => !width.is_multiple_of(2),
+            PixelFormat::Nv12 => !width.is_multiple_of(2) || !height.is_multiple_of(2),
             _ => false,
         };
         if odd {

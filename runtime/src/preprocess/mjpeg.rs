@@ -55,6 +55,11 @@ impl MjpegDecoder {
             .expect("the decoder filled it"))
     }
 
+    /// The last decoded frame's pixels.
+    pub fn rgb(&self) -> &[u8] {
+        &self.rgb
+    }
+
     fn decode_counted(&mut self, jpeg: &[u8]) -> Result<(usize, usize), Skipped> {
         if !jpeg.starts_with(&SOI) {
             return Err(Skipped::Corrupt("no start-of-image marker".into()));

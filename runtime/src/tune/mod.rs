@@ -120,7 +120,9 @@ pub fn tune(
                     duration: config.duration,
                     min_iterations: config.min_iterations,
                     input: config.bench_input.clone(),
+                    source: None,
                     sensing: config.sensing.clone(),
+                    stop: Default::default(),
                 },
                 &mut |_: &Progress| {},
             )?;

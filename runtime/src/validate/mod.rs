@@ -89,7 +89,7 @@ fn open(model: &Model, backend_name: &str, threads: usize) -> Result<Pipeline> {
 /// Raw outputs and the prediction of one sample.
 fn infer(p: &mut Pipeline, sample: Sample) -> Result<(Vec<f32>, Prediction)> {
     let (input, geometries) = p.preprocess(&[sample])?;
-    let outputs = p.infer(input)?;
+    let outputs = p.infer(&input)?;
     let prediction = p.postprocess(&outputs, &geometries).remove(0);
     Ok((outputs.iter().flat_map(|t| t.item(0).iter().copied()).collect(), prediction))
 }

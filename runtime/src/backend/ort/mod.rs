@@ -10,7 +10,7 @@ use std::sync::{Mutex, OnceLock};
 
 use ort::ep;
 use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
-use ort::value::Tensor;
+use ort::value::TensorRef;
 
 pub use self::library::set_library;
 pub use self::options::{configure, OrtOptions, Provider};
@@ -192,7 +192,7 @@ struct OrtSession {
 }
 
 impl Session for OrtSession {
-    fn run(&mut self, input: HostTensor) -> Result<Vec<HostTensor>> {
+    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>> {
         let failed = |e: &dyn std::fmt::Display| Error::Inference {
             path: self.path.clone(),
             reason: crate::error::one_line(&e.to_string()),
@@ -204,7 +204,7 @@ impl Session for OrtSession {
             )));
         }
         let shape: Vec<i64> = input.shape.iter().map(|&d| d as i64).collect();
-        let tensor = Tensor::from_array((shape, input.data)).map_err(|e| failed(&e))?;
+        let tensor = TensorRef::from_array_view((shape, &input.data[..])).map_err(|e| failed(&e))?;
         let outputs =
             self.session.run(ort::inputs![self.input_name.as_str() => tensor]).map_err(|e| failed(&e))?;
         outputs

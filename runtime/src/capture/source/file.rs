@@ -22,6 +22,7 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
             height: i.height,
             stride: i.stride,
             fps: options.fps,
+            detail: None,
         };
         return Ok(Box::new(Replay {
             info,
@@ -44,6 +45,7 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
         height,
         stride: width * 3,
         fps: options.fps,
+        detail: None,
     };
     Ok(Box::new(Images {
         info,
@@ -93,7 +95,12 @@ impl FrameSource for Replay {
         self.next += 1;
         let SourceInfo { format, width, height, stride, .. } = self.info;
         let frame = Frame::new(format, width, height, stride, &self.buffer).expect("checked when opened");
-        Ok(Capture::Frame(Captured { frame, sequence: n, timestamp: Duration::from_nanos(timestamp_ns) }))
+        Ok(Capture::Frame(Captured {
+            frame,
+            sequence: n,
+            timestamp: Duration::from_nanos(timestamp_ns),
+            at: None,
+        }))
     }
 }
 
@@ -146,6 +153,6 @@ impl FrameSource for Images {
         let SourceInfo { format, width, height, stride, .. } = self.info;
         let frame =
             Frame::new(format, width, height, stride, &self.buffer).expect("an RGB image fills its frame");
-        Ok(Capture::Frame(Captured { frame, sequence, timestamp }))
+        Ok(Capture::Frame(Captured { frame, sequence, timestamp, at: None }))
     }
 }

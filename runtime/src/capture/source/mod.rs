@@ -1,11 +1,13 @@
 //! Frame sources opened from a URI, behind one trait: `capture(timeout)` gives a frame, a timeout,
 //! or the end of the stream. `synthetic:` generates frames, `file:` replays images or a recording
-//! made by `edgert capture`. V4L2 cameras are recognized but not in this build yet.
+//! made by `edgert capture`, `v4l2:` streams from a camera.
 
+pub mod camera_format;
 pub mod file;
 pub mod recording;
 pub mod synthetic;
 pub mod uri;
+pub mod v4l2;
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -23,6 +25,8 @@ pub struct SourceInfo {
     pub stride: usize,
     /// The rate the source is paced to; `None` is as fast as frames can be made or read.
     pub fps: Option<f64>,
+    /// What a device negotiated (its name, format, size, rate and buffers), to show the user.
+    pub detail: Option<String>,
 }
 
 /// A frame with its place in the stream. The timestamp counts from the source's start; a replayed
@@ -32,6 +36,9 @@ pub struct Captured<'a> {
     pub frame: Frame<'a>,
     pub sequence: u64,
     pub timestamp: Duration,
+    /// When the frame was taken on our clock, where the source knows (a camera driver's stamp);
+    /// otherwise its delivery counts.
+    pub at: Option<Instant>,
 }
 
 #[derive(Debug)]
@@ -45,32 +52,41 @@ pub trait FrameSource: Send {
     fn info(&self) -> &SourceInfo;
     /// The next frame; the borrow ends before the next call, so the source can reuse its buffer.
     fn capture(&mut self, timeout: Duration) -> Result<Capture<'_>>;
+    /// Frames the source dropped because they were damaged (corrupt or truncated MJPEG).
+    fn skipped(&self) -> u64 {
+        0
+    }
 }
 
 /// How to open a source, whatever its kind (one struct, as jetson-utils' videoOptions).
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct SourceOptions {
-    /// Pace frames to this rate (a `synthetic:` URI's own `@fps` wins).
+    /// Pace frames to this rate (a `synthetic:` URI's own `@fps` wins); a camera is asked for it.
     pub fps: Option<f64>,
     /// Start again at the end of a file source instead of ending the stream.
     pub looped: bool,
+    /// A camera's frame size and format; its current ones where not given.
+    pub width: Option<usize>,
+    pub height: Option<usize>,
+    pub format: Option<camera_format::CameraFormat>,
+    /// A camera's mmap buffers (at least 2).
+    pub buffers: u32,
+}
+
+impl Default for SourceOptions {
+    fn default() -> SourceOptions {
+        SourceOptions { fps: None, looped: false, width: None, height: None, format: None, buffers: 4 }
+    }
 }
 
 pub fn open(text: &str, options: &SourceOptions) -> Result<Box<dyn FrameSource>> {
     let source = Path::new(text);
     match uri::parse(text).map_err(|reason| Error::input(source, reason))? {
-        uri::SourceUri::Synthetic { width, height, fps, format } => Ok(Box::new(synthetic::Synthetic::new(
-            text,
-            format,
-            width,
-            height,
-            fps.or(options.fps),
-        )?)),
+        uri::SourceUri::Synthetic { width, height, fps, format } => {
+            Ok(Box::new(synthetic::Synthetic::new(text, format, width, height, fps.or(options.fps))?))
+        }
         uri::SourceUri::File(path) => file::open(text, &path, options),
-        uri::SourceUri::V4l2(device) => Err(Error::input(
-            &device,
-            "V4L2 camera capture is not in this build yet; record frames on the board with another tool, or use file: and synthetic: sources",
-        )),
+        uri::SourceUri::V4l2(device) => v4l2::open(text, &device, options),
     }
 }
 

@@ -27,7 +27,7 @@ impl Synthetic {
         let buffer = vec![0u8; format.frame_bytes(stride, height)];
         Frame::new(format, width, height, stride, &buffer)
             .map_err(|e| Error::input(std::path::Path::new(uri), e))?;
-        let info = SourceInfo { uri: uri.to_string(), format, width, height, stride, fps };
+        let info = SourceInfo { uri: uri.to_string(), format, width, height, stride, fps, detail: None };
         Ok(Synthetic { info, buffer, sequence: 0, pacer: Pacer::new(fps) })
     }
 
@@ -83,7 +83,7 @@ impl FrameSource for Synthetic {
         self.sequence += 1;
         let SourceInfo { format, width, height, stride, .. } = self.info;
         let frame = Frame::new(format, width, height, stride, &self.buffer).expect("checked when opened");
-        Ok(Capture::Frame(Captured { frame, sequence, timestamp }))
+        Ok(Capture::Frame(Captured { frame, sequence, timestamp, at: None }))
     }
 }
 

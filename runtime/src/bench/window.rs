@@ -1,0 +1,45 @@
+//! The measured window of a run: power sampling and telemetry snapshots from its start to its end.
+
+use std::sync::Arc;
+
+use super::power::{PowerProbe, PowerReport};
+use super::Sensing;
+use crate::metrics::periodic::Periodic;
+use crate::metrics::power::sampler::Sampler;
+use crate::metrics::telemetry::{run::RunTelemetry, Snapshot, Telemetry};
+
+pub struct Window {
+    sampler: Result<Sampler, String>,
+    snapshots: Option<Periodic<Snapshot>>,
+    start: f64,
+}
+
+impl Window {
+    pub fn open(probe: &PowerProbe, telemetry: &Arc<Telemetry>, sensing: &Sensing) -> Window {
+        let sampler = probe.start();
+        let reader = telemetry.clone();
+        let snapshots =
+            Periodic::start("edgert-telemetry", probe.epoch(), sensing.telemetry_interval, move || {
+                reader.snapshot()
+            })
+            .ok();
+        Window { sampler, snapshots, start: probe.now() }
+    }
+
+    /// Power over the window shared among `inferences`, and the telemetry summary.
+    pub fn close(
+        self,
+        probe: &PowerProbe,
+        telemetry: &Telemetry,
+        inferences: usize,
+    ) -> (PowerReport, RunTelemetry) {
+        let end = probe.now();
+        let power_samples = self.sampler.map(|s| s.finish());
+        // A sampler that could not start leaves the telemetry empty, not the run failed.
+        let snapshots = self.snapshots.map(Periodic::finish).unwrap_or_default();
+        (
+            probe.report(power_samples, self.start, end, inferences),
+            RunTelemetry::summarize(telemetry.source(), &snapshots, self.start),
+        )
+    }
+}

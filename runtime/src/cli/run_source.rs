@@ -1,0 +1,94 @@
+//! `edgert run --source URI`: frames through the pipeline, one line per prediction as it comes,
+//! then a summary. Ctrl-C, an unplugged or stalled source, or a failing stage stop the run with
+//! the summary of what ran, and a non-zero exit.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::emit;
+use super::run::prediction_text;
+use super::source_args::{stop_on_signal, SourceArgs, INTERRUPTED};
+use crate::capture::source;
+use crate::pipeline::Pipeline;
+use crate::stream::{self, Ending, FrameResult, StreamRun};
+
+pub fn main(
+    pipeline: &mut Pipeline,
+    args: &SourceArgs,
+    frames: Option<u64>,
+    duration_s: Option<f64>,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let uri = args.source.as_deref().expect("clap requires --source without --input");
+    let mut source = source::open(uri, &args.open.options())?;
+    if let Some(detail) = &source.info().detail {
+        eprintln!("edgert: {uri}: {detail}");
+    }
+    let mut config = args.stream();
+    config.frames = frames;
+    config.duration = duration_s.map(Duration::from_secs_f64);
+    let stop = stop_on_signal()?;
+    let mut print = |r: &FrameResult| {
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        let line = if json {
+            json!({
+                "source": uri,
+                "sequence": r.sequence,
+                "timestamp_ms": ms(r.timestamp),
+                "glass_to_glass_ms": ms(r.glass_to_glass),
+                "prediction": r.prediction,
+            })
+            .to_string()
+        } else {
+            format!(
+                "{uri}#{}: {} ({:.1} ms)",
+                r.sequence,
+                prediction_text(r.prediction),
+                ms(r.glass_to_glass)
+            )
+        };
+        emit(&line).map_err(|e| format!("stdout: {e}"))
+    };
+    let run = stream::run(pipeline, source.as_mut(), &config, &stop, &mut print)?;
+    if json {
+        emit(&json!({ "summary": run.stats, "stages": run.stages }).to_string())?;
+    }
+    eprintln!("edgert: {}", summary(&run));
+    Ok(match &run.stats.ending {
+        Ending::Failed(reason) => {
+            eprintln!("edgert: error: {reason}");
+            ExitCode::FAILURE
+        }
+        Ending::Interrupted => ExitCode::from(INTERRUPTED),
+        _ => ExitCode::SUCCESS,
+    })
+}
+
+/// One line: frames, rates, drops, glass-to-glass latency and why the run ended.
+pub fn summary(run: &StreamRun) -> String {
+    let s = &run.stats;
+    let latency = run.stages.as_ref().map_or(String::new(), |stages| {
+        let g = &stages.end_to_end;
+        format!(", glass to glass p50 {:.1} ms p99 {:.1} ms", g.p50_ms, g.p99_ms)
+    });
+    let source_fps = s.source_fps.map_or(String::new(), |fps| format!(" (source paced at {fps:.1})"));
+    let ending = match &s.ending {
+        Ending::Frames => "frame limit",
+        Ending::Duration => "duration",
+        Ending::EndOfStream => "end of stream",
+        Ending::Interrupted => "interrupted",
+        Ending::Failed(_) => "failed",
+    };
+    format!(
+        "{} of {} frames predicted in {:.2} s: {:.1} fps, captured at {:.1}{source_fps}; {} dropped (drop {}){latency}; ended: {ending}",
+        s.frames_processed,
+        s.frames_captured,
+        s.elapsed_s,
+        s.achieved_fps,
+        s.capture_fps,
+        s.dropped_before_preprocess + s.dropped_before_inference,
+        s.drop_policy.name(),
+    )
+}

@@ -1,0 +1,137 @@
+//! Flags of the commands that read a frame source through the pipeline (`run`, `bench`), and the
+//! Ctrl-C handling that lets such a run stop with its report.
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Args;
+
+use crate::capture::source::camera_format::CameraFormat;
+use crate::capture::source::SourceOptions;
+use crate::stream::{DropPolicy, StreamConfig};
+use crate::Error;
+
+/// How to open a source, whatever the command (`capture` too).
+#[derive(Args, Clone)]
+pub struct OpenArgs {
+    /// Pace the source to this frame rate (a synthetic: URI's own @fps wins); a camera is asked for it.
+    #[arg(long, value_parser = positive)]
+    fps: Option<f64>,
+    /// Start a file source again at its end.
+    #[arg(long = "loop")]
+    looped: bool,
+    /// Camera frame width (default: the camera's current one).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=16384))]
+    width: Option<u32>,
+    /// Camera frame height (default: the camera's current one).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=16384))]
+    height: Option<u32>,
+    /// Camera pixel format: yuyv, nv12, grey, rgb24, bgr24 or mjpeg (default: its current one).
+    #[arg(long, value_parser = camera_format)]
+    format: Option<CameraFormat>,
+    /// Camera buffers for mmap streaming [default: 4].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=32))]
+    buffers: Option<u32>,
+}
+
+impl OpenArgs {
+    pub fn options(&self) -> SourceOptions {
+        SourceOptions {
+            fps: self.fps,
+            looped: self.looped,
+            width: self.width.map(|w| w as usize),
+            height: self.height.map(|h| h as usize),
+            format: self.format,
+            buffers: self.buffers.unwrap_or(4),
+        }
+    }
+}
+
+fn camera_format(text: &str) -> Result<CameraFormat, String> {
+    CameraFormat::from_name(text)
+        .ok_or_else(|| format!("'{text}' is not one of yuyv, nv12, grey, rgb24, bgr24, mjpeg"))
+}
+
+/// A source through the camera pipeline (`run`, `bench`).
+#[derive(Args, Clone)]
+pub struct SourceArgs {
+    /// Frame source through the camera pipeline: v4l2:///dev/videoN (or /dev/videoN),
+    /// synthetic:WxH[@fps][,yuyv|nv12|grey|rgb24|bgr24], or file:PATH (an image, a folder of
+    /// images, or a recording from `edgert capture`).
+    #[arg(long, value_name = "URI")]
+    pub source: Option<String>,
+    #[command(flatten)]
+    pub open: OpenArgs,
+    /// When a stage is busy: drop the oldest queued frame (latest), or wait and process every
+    /// frame (none) [default: latest].
+    #[arg(long, value_enum)]
+    drop: Option<DropPolicy>,
+    /// Items each queue between two stages holds [default: 2].
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    queue_depth: Option<u16>,
+    /// Seconds without a frame after which the source counts as stalled or unplugged [default: 5].
+    #[arg(long, value_parser = positive)]
+    timeout_s: Option<f64>,
+}
+
+impl SourceArgs {
+    /// The stream settings, with no frame or time limit yet.
+    pub fn stream(&self) -> StreamConfig {
+        StreamConfig {
+            drop: self.drop.unwrap_or(DropPolicy::Latest),
+            queue_depth: self.queue_depth.unwrap_or(2) as usize,
+            frames: None,
+            duration: None,
+            min_frames: 0,
+            timeout: Duration::from_secs_f64(self.timeout_s.unwrap_or(5.0)),
+        }
+    }
+
+    /// Refuses source flags without `--source` (clap's `requires` does not see through the
+    /// flattened groups here). `others` are the command's own such flags, by name.
+    pub fn check(&self, others: &[(&str, bool)]) -> Result<(), Error> {
+        if self.source.is_some() {
+            return Ok(());
+        }
+        let o = &self.open;
+        let given = [
+            ("--drop", self.drop.is_some()),
+            ("--queue-depth", self.queue_depth.is_some()),
+            ("--timeout-s", self.timeout_s.is_some()),
+            ("--fps", o.fps.is_some()),
+            ("--loop", o.looped),
+            ("--width", o.width.is_some()),
+            ("--height", o.height.is_some()),
+            ("--format", o.format.is_some()),
+            ("--buffers", o.buffers.is_some()),
+        ];
+        match given.iter().chain(others).find(|(_, given)| *given) {
+            Some((flag, _)) => Err(Error::Usage(format!("{flag} needs --source"))),
+            None => Ok(()),
+        }
+    }
+}
+
+pub fn positive(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
+        _ => Err(format!("'{text}' is not a number above 0")),
+    }
+}
+
+/// Set by the first Ctrl-C or SIGTERM, so the run stops and writes what it has; a second Ctrl-C
+/// ends the process at once.
+pub fn stop_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
+            .and_then(|_| signal_hook::flag::register(signal, stop.clone()))
+            .map_err(|e| anyhow::anyhow!("cannot handle signal {signal}: {e}"))?;
+    }
+    Ok(stop)
+}
+
+/// The exit code of a run stopped by a signal, as shells report one.
+pub const INTERRUPTED: u8 = 130;

@@ -1,0 +1,170 @@
+//! A frame source into the model, pipelined: capture, preprocess and inference each on their own
+//! thread, postprocessing on the caller's, joined by bounded queues. Buffers come from pools, so
+//! after warm-up capture and preprocessing allocate nothing per frame (the backend's run and the
+//! prediction still do). Every frame's glass-to-glass time runs from the moment the source
+//! delivered it to its prediction.
+
+pub mod queue;
+mod stages;
+#[cfg(test)]
+mod tests;
+
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::bench::report::Stages;
+use crate::capture::source::FrameSource;
+use crate::metrics::stats::LatencyStats;
+use crate::pipeline::Pipeline;
+use crate::postprocess::Prediction;
+use crate::Result;
+pub use queue::DropPolicy;
+
+#[derive(Debug, Clone)]
+pub struct StreamConfig {
+    pub drop: DropPolicy,
+    /// Items each queue between two stages holds.
+    pub queue_depth: usize,
+    /// Stop after this many frames captured.
+    pub frames: Option<u64>,
+    /// Stop capturing after this long, once `min_frames` are captured.
+    pub duration: Option<Duration>,
+    pub min_frames: u64,
+    /// A source that gives no frame for this long has stalled: the run ends with an error.
+    pub timeout: Duration,
+}
+
+/// One frame's prediction, handed to the caller as it comes.
+pub struct FrameResult<'a> {
+    pub sequence: u64,
+    /// The source's own timestamp (a recording's recorded one).
+    pub timestamp: Duration,
+    pub glass_to_glass: Duration,
+    pub prediction: &'a Prediction,
+}
+
+/// Why a run ended. Only `Failed` is an error; the report covers what ran before it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "reason", content = "error", rename_all = "snake_case")]
+pub enum Ending {
+    Frames,
+    Duration,
+    EndOfStream,
+    Interrupted,
+    Failed(String),
+}
+
+/// What a streamed run measured; `runs[].stream` in the bench report.
+#[derive(Debug, Clone, Serialize)]
+pub struct StreamStats {
+    pub source: String,
+    pub format: &'static str,
+    pub width: usize,
+    pub height: usize,
+    /// What a camera negotiated: its name, format, size, rate and buffers.
+    pub device: Option<String>,
+    /// The rate the source is paced to, or the camera's; null when it gives frames as fast as
+    /// they are taken.
+    pub source_fps: Option<f64>,
+    pub drop_policy: DropPolicy,
+    pub queue_depth: usize,
+    pub frames_captured: u64,
+    pub frames_processed: u64,
+    /// Damaged frames the source skipped (corrupt or truncated MJPEG).
+    pub frames_skipped_by_source: u64,
+    /// Frames overtaken by newer ones while queued for preprocessing, and for inference.
+    pub dropped_before_preprocess: u64,
+    pub dropped_before_inference: u64,
+    /// From the first capture to the last prediction.
+    pub elapsed_s: f64,
+    /// Frames captured, and predicted, per second over `elapsed_s`.
+    pub capture_fps: f64,
+    pub achieved_fps: f64,
+    pub frame_buffers: Buffers,
+    pub tensor_buffers: Buffers,
+    pub ending: Ending,
+}
+
+/// A pool's buffers: more made than pooled means a stage had to allocate one mid-run.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Buffers {
+    pub pooled: u64,
+    pub made: u64,
+}
+
+/// The stats, each stage's latency distribution (inference batches; glass to glass as end to
+/// end, per frame), and the raw glass-to-glass samples for a CDF.
+pub struct StreamRun {
+    pub stats: StreamStats,
+    pub stages: Option<Stages>,
+    pub glass_to_glass_ms: Vec<f64>,
+    pub inferences: usize,
+}
+
+impl StreamRun {
+    pub fn failed(&self) -> Option<&str> {
+        match &self.stats.ending {
+            Ending::Failed(reason) => Some(reason),
+            _ => None,
+        }
+    }
+}
+
+/// Runs `source` through `pipeline` until a limit, the end of the stream, `stop` or a failure.
+/// `on_result` sees every prediction, in order; an error from it ends the run. Errs only when the
+/// run cannot start.
+pub fn run(
+    pipeline: &mut Pipeline,
+    source: &mut dyn FrameSource,
+    config: &StreamConfig,
+    stop: &AtomicBool,
+    on_result: &mut dyn FnMut(&FrameResult) -> std::result::Result<(), String>,
+) -> Result<StreamRun> {
+    let info = source.info().clone();
+    let fused = pipeline.frame_preprocess(info.width, info.height)?;
+    let input_shape = pipeline.model.input_shape(pipeline.options.batch);
+    let (session, postprocess) = pipeline.split();
+    let measured =
+        stages::run(&info, fused, input_shape, session, &postprocess, config, stop, on_result, source);
+    let samples = measured.samples;
+    let stats = |v: &[f64]| LatencyStats::from_ms(v);
+    let stages = (|| {
+        Some(Stages {
+            preprocess: stats(&samples.preprocess)?,
+            inference: stats(&samples.inference)?,
+            postprocess: stats(&samples.postprocess)?,
+            end_to_end: stats(&samples.glass_to_glass)?,
+        })
+    })();
+    let elapsed = measured.elapsed.as_secs_f64();
+    let per_second = |n: u64| if elapsed > 0.0 { n as f64 / elapsed } else { 0.0 };
+    let processed = samples.glass_to_glass.len() as u64;
+    Ok(StreamRun {
+        stats: StreamStats {
+            source: info.uri.clone(),
+            format: info.format.name(),
+            width: info.width,
+            height: info.height,
+            device: info.detail.clone(),
+            source_fps: info.fps,
+            drop_policy: config.drop,
+            queue_depth: config.queue_depth,
+            frames_captured: measured.captured,
+            frames_processed: processed,
+            frames_skipped_by_source: measured.skipped,
+            dropped_before_preprocess: measured.dropped.0,
+            dropped_before_inference: measured.dropped.1,
+            elapsed_s: elapsed,
+            capture_fps: per_second(measured.captured),
+            achieved_fps: per_second(processed),
+            frame_buffers: measured.frame_buffers,
+            tensor_buffers: measured.tensor_buffers,
+            ending: measured.ending,
+        },
+        stages,
+        inferences: samples.inference.len(),
+        glass_to_glass_ms: samples.glass_to_glass,
+    })
+}

@@ -1,0 +1,324 @@
+//! The stage threads and what travels between them.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+
+use super::queue::{pop, DropPolicy, Pool, Queue};
+use super::{Buffers, Ending, FrameResult, StreamConfig};
+use crate::backend::Session;
+use crate::capture::source::{Capture, FrameSource, SourceInfo};
+use crate::error::one_line;
+use crate::pipeline::Postprocess;
+use crate::preprocess::frame::Frame;
+use crate::preprocess::fused::FusedPreprocess;
+use crate::preprocess::Geometry;
+use crate::tensor::HostTensor;
+
+/// A source waits at most this long per call, so a stop request is seen promptly.
+const CAPTURE_SLICE: Duration = Duration::from_millis(100);
+
+/// A captured frame, copied out of the source's buffer.
+struct FrameSlot {
+    data: Vec<u8>,
+    stride: usize,
+    sequence: u64,
+    timestamp: Duration,
+    captured_at: Instant,
+}
+
+struct Item {
+    sequence: u64,
+    timestamp: Duration,
+    captured_at: Instant,
+    geometry: Geometry,
+}
+
+/// One inference's input: a batch tensor and the frames in it.
+struct BatchSlot {
+    tensor: HostTensor,
+    items: Vec<Item>,
+    preprocess: Duration,
+    inference: Duration,
+}
+
+#[derive(Default)]
+pub(super) struct Samples {
+    pub preprocess: Vec<f64>,
+    pub inference: Vec<f64>,
+    pub postprocess: Vec<f64>,
+    pub glass_to_glass: Vec<f64>,
+}
+
+pub(super) struct Measured {
+    pub samples: Samples,
+    pub captured: u64,
+    pub skipped: u64,
+    pub dropped: (u64, u64),
+    pub elapsed: Duration,
+    pub frame_buffers: Buffers,
+    pub tensor_buffers: Buffers,
+    pub ending: Ending,
+}
+
+/// A stage thread's result; a panic there is a bug, passed on as one.
+fn joined<T>(name: &str, result: std::thread::Result<T>) -> T {
+    result.unwrap_or_else(|_| panic!("the {name} thread panicked"))
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run(
+    info: &SourceInfo,
+    fused: FusedPreprocess,
+    input_shape: Vec<usize>,
+    session: &mut dyn Session,
+    postprocess: &Postprocess,
+    config: &StreamConfig,
+    stop: &AtomicBool,
+    on_result: &mut dyn FnMut(&FrameResult) -> Result<(), String>,
+    source: &mut dyn FrameSource,
+) -> Measured {
+    let depth = config.queue_depth.max(1);
+    let batch = input_shape[0];
+    let frame_bytes = info.format.frame_bytes(info.stride, info.height);
+    // Each buffer is either in a queue or held by one stage: that many never run out.
+    let frame_pool = (depth + 2) as u64;
+    let frames = Pool::new(frame_pool as usize, move || FrameSlot {
+        data: Vec::with_capacity(frame_bytes),
+        stride: 0,
+        sequence: 0,
+        timestamp: Duration::ZERO,
+        captured_at: Instant::now(),
+    });
+    let tensor_pool = (2 * depth + 3) as u64;
+    let tensors = Pool::new(tensor_pool as usize, move || BatchSlot {
+        tensor: HostTensor::zeros(&input_shape),
+        items: Vec::with_capacity(batch),
+        preprocess: Duration::ZERO,
+        inference: Duration::ZERO,
+    });
+    let abort = AtomicBool::new(false);
+    let (to_preprocess, preprocess_in) = Queue::bounded(depth, config.drop);
+    let (to_inference, inference_in) = Queue::bounded(depth, config.drop);
+    let (to_postprocess, postprocess_in) = Queue::bounded(depth, DropPolicy::None);
+    let (capture, preprocessed, inferred, posted) = std::thread::scope(|s| {
+        let capture = s.spawn(|| capture_stage(source, info, config, stop, &abort, &frames, to_preprocess));
+        let preprocessed = s.spawn(|| {
+            preprocess_stage(info, &fused, batch, &abort, &frames, &tensors, preprocess_in, to_inference)
+        });
+        let inferred = s.spawn(|| inference_stage(session, &abort, &tensors, inference_in, to_postprocess));
+        let posted = postprocess_stage(postprocess, &abort, &tensors, postprocess_in, on_result);
+        (
+            joined("capture", capture.join()),
+            joined("preprocess", preprocessed.join()),
+            joined("inference", inferred.join()),
+            posted,
+        )
+    });
+    let (samples, last) = posted.0;
+    // A failing stage explains the end better than what the capture thread saw as it stopped.
+    let ending = [posted.1.err(), preprocessed.as_ref().err().cloned(), inferred.err()]
+        .into_iter()
+        .flatten()
+        .next()
+        .map_or(capture.ending, Ending::Failed);
+    let elapsed = match (capture.first, last) {
+        (Some(first), Some(last)) => last - first,
+        _ => Duration::ZERO,
+    };
+    Measured {
+        samples,
+        captured: capture.captured,
+        skipped: capture.skipped,
+        dropped: (capture.dropped, preprocessed.unwrap_or(0)),
+        elapsed,
+        frame_buffers: Buffers { pooled: frame_pool, made: frames.made() },
+        tensor_buffers: Buffers { pooled: tensor_pool, made: tensors.made() },
+        ending,
+    }
+}
+
+struct CaptureEnd {
+    captured: u64,
+    dropped: u64,
+    skipped: u64,
+    first: Option<Instant>,
+    ending: Ending,
+}
+
+fn capture_stage(
+    source: &mut dyn FrameSource,
+    info: &SourceInfo,
+    config: &StreamConfig,
+    stop: &AtomicBool,
+    abort: &AtomicBool,
+    frames: &Pool<FrameSlot>,
+    queue: Queue<FrameSlot>,
+) -> CaptureEnd {
+    let started = Instant::now();
+    let (mut captured, mut first, mut waited) = (0, None, Duration::ZERO);
+    let ending = loop {
+        if stop.load(Ordering::Relaxed) {
+            break Ending::Interrupted;
+        }
+        if abort.load(Ordering::Relaxed) || config.frames.is_some_and(|n| captured >= n) {
+            break Ending::Frames;
+        }
+        if config.duration.is_some_and(|d| started.elapsed() >= d && captured >= config.min_frames) {
+            break Ending::Duration;
+        }
+        match source.capture(CAPTURE_SLICE.min(config.timeout)) {
+            Ok(Capture::Frame(frame)) => {
+                let now = Instant::now();
+                first.get_or_insert(now);
+                waited = Duration::ZERO;
+                captured += 1;
+                let mut slot = frames.take();
+                slot.data.clear();
+                slot.data.extend_from_slice(frame.frame.data);
+                slot.stride = frame.frame.stride;
+                slot.sequence = frame.sequence;
+                slot.timestamp = frame.timestamp;
+                slot.captured_at = frame.at.unwrap_or(now);
+                queue.push(slot, abort, |old| frames.give(old));
+            }
+            Ok(Capture::Timeout) => {
+                waited += CAPTURE_SLICE.min(config.timeout);
+                if waited >= config.timeout {
+                    break Ending::Failed(format!(
+                        "{}: no frame within {:.1} s: the source stalled or was disconnected",
+                        info.uri,
+                        config.timeout.as_secs_f64()
+                    ));
+                }
+            }
+            Ok(Capture::EndOfStream) => break Ending::EndOfStream,
+            Err(e) => break Ending::Failed(one_line(&e)),
+        }
+    };
+    CaptureEnd { captured, dropped: queue.dropped(), skipped: source.skipped(), first, ending }
+}
+
+/// Fills batch tensors from frames; the frames dropped before inference, or why it failed.
+#[allow(clippy::too_many_arguments)]
+fn preprocess_stage(
+    info: &SourceInfo,
+    fused: &FusedPreprocess,
+    batch: usize,
+    abort: &AtomicBool,
+    frames: &Pool<FrameSlot>,
+    tensors: &Pool<BatchSlot>,
+    input: Receiver<FrameSlot>,
+    output: Queue<BatchSlot>,
+) -> Result<u64, String> {
+    let item_len = fused.item_len();
+    let mut filling: Option<BatchSlot> = None;
+    let send = |slot: BatchSlot| output.push(slot, abort, |old| tensors.give(old));
+    while let Some(frame) = pop(&input, abort) {
+        let slot = filling.get_or_insert_with(|| {
+            let mut slot = tensors.take();
+            slot.items.clear();
+            slot.preprocess = Duration::ZERO;
+            slot
+        });
+        let k = slot.items.len();
+        let started = Instant::now();
+        let geometry = Frame::new(info.format, info.width, info.height, frame.stride, &frame.data)
+            .and_then(|f| fused.run(&f, &mut slot.tensor.data[k * item_len..(k + 1) * item_len]));
+        slot.preprocess += started.elapsed();
+        let item = geometry.map(|geometry| Item {
+            sequence: frame.sequence,
+            timestamp: frame.timestamp,
+            captured_at: frame.captured_at,
+            geometry,
+        });
+        frames.give(frame);
+        match item {
+            Ok(item) => slot.items.push(item),
+            Err(reason) => {
+                abort.store(true, Ordering::Relaxed);
+                return Err(format!("{}: frame cannot be preprocessed: {reason}", info.uri));
+            }
+        }
+        if slot.items.len() == batch && !send(filling.take().expect("filled")) {
+            break;
+        }
+    }
+    // The stream ended mid-batch: the frames so far still get their predictions.
+    if let Some(partial) = filling.filter(|slot| !slot.items.is_empty()) {
+        send(partial);
+    }
+    Ok(output.dropped())
+}
+
+fn inference_stage(
+    session: &mut dyn Session,
+    abort: &AtomicBool,
+    tensors: &Pool<BatchSlot>,
+    input: Receiver<BatchSlot>,
+    output: Queue<(BatchSlot, Vec<HostTensor>)>,
+) -> Result<(), String> {
+    while let Some(mut slot) = pop(&input, abort) {
+        let started = Instant::now();
+        match session.run(&slot.tensor) {
+            Ok(outputs) => {
+                slot.inference = started.elapsed();
+                if !output.push((slot, outputs), abort, |(old, _)| tensors.give(old)) {
+                    break;
+                }
+            }
+            Err(e) => {
+                tensors.give(slot);
+                abort.store(true, Ordering::Relaxed);
+                return Err(one_line(&e));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Predictions handed to `on_result`; the samples, the time of the last prediction, and whether
+/// `on_result` failed.
+fn postprocess_stage(
+    postprocess: &Postprocess,
+    abort: &AtomicBool,
+    tensors: &Pool<BatchSlot>,
+    input: Receiver<(BatchSlot, Vec<HostTensor>)>,
+    on_result: &mut dyn FnMut(&FrameResult) -> Result<(), String>,
+) -> ((Samples, Option<Instant>), Result<(), String>) {
+    let mut samples = Samples::default();
+    let mut last = None;
+    while let Some((slot, outputs)) = pop(&input, abort) {
+        let mut spent = Duration::ZERO;
+        for (i, item) in slot.items.iter().enumerate() {
+            let started = Instant::now();
+            let prediction = postprocess.run(&outputs, i, &item.geometry);
+            let done = Instant::now();
+            spent += done - started;
+            let glass_to_glass = done - item.captured_at;
+            samples.glass_to_glass.push(ms(glass_to_glass));
+            let result = FrameResult {
+                sequence: item.sequence,
+                timestamp: item.timestamp,
+                glass_to_glass,
+                prediction: &prediction,
+            };
+            if let Err(reason) = on_result(&result) {
+                abort.store(true, Ordering::Relaxed);
+                tensors.give(slot);
+                return ((samples, last), Err(reason));
+            }
+        }
+        samples.preprocess.push(ms(slot.preprocess));
+        samples.inference.push(ms(slot.inference));
+        samples.postprocess.push(ms(spent));
+        last = Some(Instant::now());
+        tensors.give(slot);
+    }
+    ((samples, last), Ok(()))
+}

@@ -1,0 +1,201 @@
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use super::*;
+use crate::backend::{self, PrepareOptions};
+use crate::capture::source::synthetic::Synthetic;
+use crate::capture::source::{Capture, SourceInfo};
+use crate::model::Model;
+use crate::preprocess::frame::PixelFormat;
+use crate::{Error, Result};
+
+fn pipeline(batch: usize) -> Pipeline {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/digits_mlp_nchw.toml");
+    let model = Model::load(&manifest, &Default::default()).unwrap();
+    Pipeline::open(model, backend::select("cpu").unwrap(), PrepareOptions { batch, threads: 1 }).unwrap()
+}
+
+fn config(drop: DropPolicy, frames: u64) -> StreamConfig {
+    StreamConfig {
+        drop,
+        queue_depth: 2,
+        frames: Some(frames),
+        duration: None,
+        min_frames: 0,
+        timeout: Duration::from_secs(2),
+    }
+}
+
+/// Synthetic frames, then after `frames` of them the end of the stream, a failure, or silence.
+struct Scripted {
+    inner: Synthetic,
+    frames: u64,
+    then: Then,
+}
+
+enum Then {
+    End,
+    Unplugged,
+    Silence,
+}
+
+impl Scripted {
+    fn new(frames: u64, then: Then) -> Scripted {
+        Scripted { inner: Synthetic::new("test:", PixelFormat::Yuyv, 64, 48, None).unwrap(), frames, then }
+    }
+}
+
+impl FrameSource for Scripted {
+    fn info(&self) -> &SourceInfo {
+        self.inner.info()
+    }
+
+    fn capture(&mut self, timeout: Duration) -> Result<Capture<'_>> {
+        if self.frames == 0 {
+            return match self.then {
+                Then::End => Ok(Capture::EndOfStream),
+                Then::Unplugged => Err(Error::input(Path::new("/dev/video9"), "No such device (unplugged)")),
+                Then::Silence => {
+                    std::thread::sleep(timeout);
+                    Ok(Capture::Timeout)
+                }
+            };
+        }
+        self.frames -= 1;
+        self.inner.capture(timeout)
+    }
+}
+
+/// Runs the stream and keeps the sequence numbers of the predictions, in the order they came.
+fn stream(
+    pipeline: &mut Pipeline,
+    source: &mut dyn FrameSource,
+    config: &StreamConfig,
+    stop: &AtomicBool,
+    mut each: impl FnMut(u64) -> std::result::Result<(), String>,
+) -> (StreamRun, Vec<u64>) {
+    let mut seen = Vec::new();
+    let run = run(pipeline, source, config, stop, &mut |r: &FrameResult| {
+        assert!(matches!(r.prediction, Prediction::Classes(c) if c.len() == 3));
+        seen.push(r.sequence);
+        each(r.sequence)
+    })
+    .unwrap();
+    (run, seen)
+}
+
+#[test]
+fn without_dropping_every_frame_is_predicted_in_order_and_no_buffer_is_made_after_the_pools() {
+    let mut pipeline = pipeline(1);
+    let mut source = Synthetic::new("synthetic:64x48,yuyv", PixelFormat::Yuyv, 64, 48, None).unwrap();
+    let stop = AtomicBool::new(false);
+    let (run, seen) = stream(&mut pipeline, &mut source, &config(DropPolicy::None, 200), &stop, |_| Ok(()));
+    let stats = &run.stats;
+    assert_eq!(stats.ending, Ending::Frames);
+    assert_eq!(seen, (0..200).collect::<Vec<_>>());
+    assert_eq!((stats.frames_captured, stats.frames_processed), (200, 200));
+    assert_eq!(stats.dropped_before_preprocess + stats.dropped_before_inference, 0);
+    assert_eq!(stats.frame_buffers.made, stats.frame_buffers.pooled, "capture allocated a frame buffer");
+    assert_eq!(stats.tensor_buffers.made, stats.tensor_buffers.pooled, "preprocessing allocated a tensor");
+    let stages = run.stages.unwrap();
+    assert_eq!(stages.end_to_end.count, 200);
+    assert_eq!(run.inferences, 200);
+    // Glass to glass spans the frame's own stages, so it is never shorter than their sum.
+    assert!(stages.end_to_end.min_ms >= stages.inference.min_ms);
+    assert!(stats.achieved_fps > 0.0 && stats.elapsed_s > 0.0);
+}
+
+#[test]
+fn latest_drops_stale_frames_behind_a_slow_stage_and_accounts_for_each() {
+    let mut pipeline = pipeline(1);
+    let mut source = Synthetic::new("synthetic:64x48,yuyv", PixelFormat::Yuyv, 64, 48, None).unwrap();
+    let stop = AtomicBool::new(false);
+    let slow = |_| {
+        std::thread::sleep(Duration::from_millis(15));
+        Ok(())
+    };
+    let (run, seen) = stream(&mut pipeline, &mut source, &config(DropPolicy::Latest, 60), &stop, slow);
+    let stats = &run.stats;
+    let dropped = stats.dropped_before_preprocess + stats.dropped_before_inference;
+    assert!(dropped > 0, "{stats:?}");
+    assert_eq!(stats.frames_processed + dropped, stats.frames_captured, "{stats:?}");
+    assert!(seen.windows(2).all(|w| w[0] < w[1]), "out of order: {seen:?}");
+    assert_eq!(stats.frame_buffers.made, stats.frame_buffers.pooled);
+    assert_eq!(stats.tensor_buffers.made, stats.tensor_buffers.pooled);
+}
+
+#[test]
+fn the_end_of_a_stream_mid_batch_still_predicts_its_last_frames() {
+    let mut pipeline = pipeline(2);
+    let mut source = Scripted::new(5, Then::End);
+    let stop = AtomicBool::new(false);
+    let (run, seen) = stream(&mut pipeline, &mut source, &config(DropPolicy::None, 100), &stop, |_| Ok(()));
+    assert_eq!(run.stats.ending, Ending::EndOfStream);
+    assert_eq!(seen, [0, 1, 2, 3, 4]);
+    assert_eq!(run.inferences, 3);
+}
+
+#[test]
+fn an_unplugged_source_ends_the_run_with_its_error_after_predicting_what_was_captured() {
+    let mut pipeline = pipeline(1);
+    let mut source = Scripted::new(7, Then::Unplugged);
+    let stop = AtomicBool::new(false);
+    let (run, seen) = stream(&mut pipeline, &mut source, &config(DropPolicy::None, 100), &stop, |_| Ok(()));
+    assert_eq!(seen.len(), 7);
+    assert_eq!(run.failed(), Some("/dev/video9: No such device (unplugged)"));
+}
+
+#[test]
+fn a_source_that_stops_giving_frames_fails_after_the_timeout() {
+    let mut pipeline = pipeline(1);
+    let mut source = Scripted::new(3, Then::Silence);
+    let stop = AtomicBool::new(false);
+    let mut settings = config(DropPolicy::None, 100);
+    settings.timeout = Duration::from_millis(300);
+    let (run, seen) = stream(&mut pipeline, &mut source, &settings, &stop, |_| Ok(()));
+    assert_eq!(seen.len(), 3);
+    let reason = run.failed().unwrap();
+    assert!(reason.starts_with("test:: no frame within 0.3 s"), "{reason}");
+}
+
+#[test]
+fn a_stop_request_ends_the_run_as_interrupted_with_what_was_predicted() {
+    let mut pipeline = pipeline(1);
+    let mut source = Synthetic::new("synthetic:64x48@200", PixelFormat::Yuyv, 64, 48, Some(200.0)).unwrap();
+    let stop = AtomicBool::new(false);
+    let (run, seen) = stream(&mut pipeline, &mut source, &config(DropPolicy::None, 10_000), &stop, |n| {
+        if n == 4 {
+            stop.store(true, Ordering::Relaxed);
+        }
+        Ok(())
+    });
+    assert_eq!(run.stats.ending, Ending::Interrupted);
+    assert!(seen.len() >= 5 && seen.len() < 100, "{}", seen.len());
+    assert_eq!(run.stats.frames_processed, seen.len() as u64);
+}
+
+#[test]
+fn a_failing_consumer_ends_the_run_with_its_reason() {
+    let mut pipeline = pipeline(1);
+    let mut source = Synthetic::new("synthetic:64x48", PixelFormat::Grey, 64, 48, None).unwrap();
+    let stop = AtomicBool::new(false);
+    let fail = |n| if n == 2 { Err("stdout: Broken pipe".to_string()) } else { Ok(()) };
+    let (run, seen) = stream(&mut pipeline, &mut source, &config(DropPolicy::None, 1000), &stop, fail);
+    assert_eq!(seen, [0, 1, 2]);
+    assert_eq!(run.failed(), Some("stdout: Broken pipe"));
+}
+
+#[test]
+fn a_duration_limit_ends_the_run() {
+    let mut pipeline = pipeline(1);
+    let mut source = Synthetic::new("synthetic:64x48@100", PixelFormat::Nv12, 64, 48, Some(100.0)).unwrap();
+    let stop = AtomicBool::new(false);
+    let mut settings = config(DropPolicy::Latest, 10_000);
+    settings.duration = Some(Duration::from_millis(300));
+    let (run, seen) = stream(&mut pipeline, &mut source, &settings, &stop, |_| Ok(()));
+    assert_eq!(run.stats.ending, Ending::Duration);
+    // 100 fps for 0.3 s: about 30 frames, the first at once.
+    assert!((20..=32).contains(&seen.len()), "{}", seen.len());
+    assert_eq!(run.stats.source_fps, Some(100.0));
+}

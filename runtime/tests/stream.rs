@@ -1,0 +1,205 @@
+//! `run --source` and `bench --source`: frames through the pipelined path, a JSON line per frame,
+//! the stream in the bench report, and the ways a run ends early: Ctrl-C, a recording damaged
+//! while it plays, a source that ends before the bench could measure.
+
+mod common;
+
+use std::io::{BufRead, BufReader, Lines};
+use std::process::{Child, ChildStdout, Stdio};
+
+use common::*;
+use serde_json::Value;
+
+fn digits() -> String {
+    model("digits_mlp_nchw.toml").display().to_string()
+}
+
+fn spawn(args: &[&str]) -> (Child, Lines<BufReader<ChildStdout>>) {
+    let mut child = command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, lines)
+}
+
+fn interrupt(child: &Child) {
+    let status = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(status.success());
+}
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines().map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"))).collect()
+}
+
+#[test]
+fn run_prints_a_json_line_per_frame_in_order_then_a_summary() {
+    let model = digits();
+    let args = ["run", "-m", &model, "--source", "synthetic:64x48@100,nv12", "--frames", "12", "--json"];
+    let out = edgert(&[&args[..], &["--drop", "none"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = json_lines(&stdout(&out));
+    assert_eq!(lines.len(), 13);
+    for (i, line) in lines[..12].iter().enumerate() {
+        assert_eq!(line["source"], "synthetic:64x48@100,nv12");
+        assert_eq!(line["sequence"], i as u64);
+        assert!(line["glass_to_glass_ms"].as_f64().unwrap() > 0.0);
+        assert_eq!(line["prediction"]["classes"].as_array().unwrap().len(), 3, "{line}");
+    }
+    // Paced at 100 fps: frame 11 is due 110 ms after frame 0.
+    assert!(lines[11]["timestamp_ms"].as_f64().unwrap() >= 109.0, "{}", lines[11]);
+    let summary = &lines[12]["summary"];
+    assert_eq!(summary["frames_processed"], 12);
+    assert_eq!(summary["ending"]["reason"], "frames");
+    assert_eq!(summary["drop_policy"], "none");
+    assert_eq!(lines[12]["stages"]["end_to_end"]["count"], 12);
+    assert!(stderr(&out).contains("12 of 12 frames predicted"), "{}", stderr(&out));
+}
+
+#[test]
+fn ctrl_c_stops_a_run_with_its_summary_and_exit_code_130() {
+    let model = digits();
+    let (mut child, mut lines) = spawn(&["run", "-m", &model, "--source", "synthetic:64x48@30", "--json"]);
+    for _ in 0..3 {
+        lines.next().unwrap().unwrap();
+    }
+    interrupt(&child);
+    let rest: Vec<String> = lines.map(Result::unwrap).collect();
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let summary: Value = serde_json::from_str(rest.last().unwrap()).unwrap();
+    assert_eq!(summary["summary"]["ending"]["reason"], "interrupted");
+    assert!(summary["summary"]["frames_processed"].as_u64().unwrap() >= 3);
+}
+
+#[test]
+fn a_recording_damaged_while_it_plays_stops_the_run_with_what_it_predicted_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("rec");
+    let out = edgert(&[
+        "capture",
+        "--source",
+        "synthetic:64x48,grey",
+        "--frames",
+        "4",
+        "--out",
+        recording.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let uri = format!("file:{}", recording.display());
+    let model = digits();
+    let (child, mut lines) =
+        spawn(&["run", "-m", &model, "--source", &uri, "--loop", "--fps", "50", "--drop", "none"]);
+    for _ in 0..2 {
+        assert!(lines.next().unwrap().unwrap().starts_with(&format!("{uri}#")));
+    }
+    // As a camera that goes away: the frames vanish under the reader.
+    std::fs::File::create(recording.join("frames.raw")).unwrap();
+    let printed = 2 + lines.count();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let err = stderr(&output);
+    assert!(err.contains(&format!("edgert: {printed} of ")), "{printed} printed: {err}");
+    assert!(err.contains("ended: failed"), "{err}");
+    assert!(err.contains("edgert: error: ") && err.contains("frames.raw: frame "), "{err}");
+}
+
+#[test]
+fn bench_reports_the_stream_with_glass_to_glass_as_end_to_end() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let model = digits();
+    let out = edgert(&[
+        "bench",
+        "-m",
+        &model,
+        "--source",
+        "synthetic:320x240@200,yuyv",
+        "--drop",
+        "none",
+        "--duration-s",
+        "0.5",
+        "--warmup-ms",
+        "100",
+        "--batch",
+        "1,2",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("end to end is glass to glass"), "{}", stdout(&out));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let errors: Vec<String> = schema().iter_errors(&report).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(report["input"], "synthetic:320x240@200,yuyv");
+    for (run, batch) in report["runs"].as_array().unwrap().iter().zip([1, 2]) {
+        let stream = &run["stream"];
+        assert_eq!(run["batch"], batch);
+        assert_eq!(stream["ending"]["reason"], "duration");
+        assert_eq!(stream["source_fps"], 200.0);
+        let processed = stream["frames_processed"].as_u64().unwrap();
+        assert!(processed >= 50, "{stream}");
+        assert_eq!(run["stages"]["end_to_end"]["count"], processed);
+        assert_eq!(stream["frame_buffers"]["made"], stream["frame_buffers"]["pooled"]);
+    }
+}
+
+#[test]
+fn ctrl_c_during_a_streamed_bench_writes_the_report_so_far_and_exits_130() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let model = digits();
+    let args = [
+        "bench",
+        "-m",
+        &model,
+        "--source",
+        "synthetic:64x48@100",
+        "--duration-s",
+        "60",
+        "--warmup-ms",
+        "0",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let (mut child, lines) = spawn(&args);
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    interrupt(&child);
+    let printed: Vec<String> = lines.map(Result::unwrap).collect();
+    assert!(printed.iter().any(|l| l.contains("end to end is glass to glass")), "{printed:?}");
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["runs"][0]["stream"]["ending"]["reason"], "interrupted");
+    assert!(report["runs"][0]["stream"]["frames_processed"].as_u64().unwrap() > 0);
+    assert!(report["warnings"].to_string().contains("interrupted"), "{}", report["warnings"]);
+}
+
+#[test]
+fn source_errors_and_misuse_are_one_line_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let recording = dir.path().join("rec");
+    let out = edgert(&[
+        "capture",
+        "--source",
+        "synthetic:64x48",
+        "--frames",
+        "3",
+        "--out",
+        recording.to_str().unwrap(),
+    ]);
+    assert!(out.status.success());
+    let model = digits();
+    let short = format!("file:{}", recording.display());
+    let cases: [(&[&str], i32, &str); 7] = [
+        (&["bench", "-m", &model, "--source", &short, "--duration-s", "0.2"], 2, "the source ended after"),
+        (&["run", "-m", &model, "--source", "v4l2:///dev/video7"], 2, "/dev/video7: no such device"),
+        (&["run", "-m", &model, "--source", "v4l2:///dev/null"], 2, "/dev/null: not a V4L2 device"),
+        (&["capture", "--source", "v4l2:///dev/null", "--out", "x"], 2, "/dev/null: not a V4L2 device"),
+        (&["run", "-m", &model, "--source", "synthetic:64x48", "--input", "x.png"], 2, "cannot be used with"),
+        (&["run", "-m", &model, "--drop", "none", "--input", "x.png"], 2, "--drop needs --source"),
+        (&["bench", "-m", &model, "--queue-depth", "3"], 2, "--queue-depth needs --source"),
+    ];
+    for (args, code, message) in cases {
+        let out = edgert(args);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
+    }
+}
