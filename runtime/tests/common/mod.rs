@@ -39,6 +39,11 @@ pub fn command(args: &[&str]) -> Command {
     command
 }
 
+/// Whether the binary runs under an emulator (`EDGERT_TEST_RUNNER`, e.g. qemu-aarch64).
+pub fn emulated() -> bool {
+    std::env::var_os("EDGERT_TEST_RUNNER").is_some_and(|r| !r.is_empty())
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

@@ -55,6 +55,7 @@ fn device_error(path: &Path, doing: &str, e: io::Error) -> Error {
         Some(libc::EBUSY) => "busy: another program is streaming from this camera".into(),
         Some(libc::ENODEV) => "the device went away (unplugged?)".into(),
         Some(libc::ENOTTY) if doing == "query capabilities" => "not a V4L2 device".into(),
+        Some(libc::ENOSYS) => "V4L2 requests are not supported here (qemu-user does not pass them on)".into(),
         _ => format!("cannot {doing}: {e}"),
     };
     Error::input(path, reason)
