@@ -101,7 +101,14 @@ pub fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
     if terminal {
         eprint!("\r\x1b[K");
     }
-    let report = report?;
+    let report = match report {
+        // Stopped before anything was measured: nothing to write, but still the exit of a stop.
+        Err(e) if config.stop.load(Ordering::Relaxed) => {
+            eprintln!("edgert: {}", crate::error::one_line(&e));
+            return Ok(ExitCode::from(INTERRUPTED));
+        }
+        other => other?,
+    };
     for warning in &report.warnings {
         eprintln!("edgert: warning: {warning}");
     }
