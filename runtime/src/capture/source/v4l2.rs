@@ -4,7 +4,8 @@
 //!
 //! Through `moq-v4l`, a fork of the `v4l` crate with the kernel's V4L2 bindings checked in: it
 //! needs no libclang, which `v4l` needs through bindgen, so the default build still needs only the
-//! Rust toolchain. It is young; its API is `v4l`'s, so going back is a small change.
+//! Rust toolchain. `linuxvideo`, also pure Rust, fixes the buffer count at 2 and hides buffer
+//! timestamps. The fork is young; its API is `v4l`'s, so going back is a small change.
 
 use std::io;
 use std::path::{Path, PathBuf};
