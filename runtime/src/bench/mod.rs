@@ -22,7 +22,7 @@ use crate::metrics::telemetry::Telemetry;
 use crate::metrics::{
     host::Host,
     memory,
-    stats::{percentile_curve, LatencyStats},
+    stats::{ms, percentile_curve, LatencyStats},
 };
 use crate::model::{inspect, Model};
 use crate::pipeline::{Pipeline, Sample};
@@ -111,10 +111,6 @@ impl Inputs {
             Inputs::Tensors(set) => (0..set.len()).map(|i| Sample::Tensor(set.item(i))).collect(),
         }
     }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 pub fn run(

@@ -11,6 +11,7 @@ use super::emit;
 use super::run::prediction_text;
 use super::source_args::{stop_on_signal, SourceArgs, INTERRUPTED};
 use crate::capture::source;
+use crate::metrics::stats::ms;
 use crate::pipeline::Pipeline;
 use crate::stream::{self, Ending, FrameResult, StreamRun};
 
@@ -31,7 +32,6 @@ pub fn main(
     config.duration = duration_s.map(Duration::from_secs_f64);
     let stop = stop_on_signal()?;
     let mut print = |r: &FrameResult| {
-        let ms = |d: Duration| d.as_secs_f64() * 1e3;
         let line = if json {
             json!({
                 "source": uri,

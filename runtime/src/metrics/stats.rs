@@ -1,6 +1,13 @@
 //! Latency distributions: min, mean, percentiles (nearest rank), max and coefficient of variation.
 
+use std::time::Duration;
+
 use serde::Serialize;
+
+/// A duration in milliseconds, the unit of every latency figure.
+pub fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
 
 /// Summary of one stage's latencies, in milliseconds.
 #[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]

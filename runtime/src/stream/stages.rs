@@ -10,6 +10,7 @@ use super::{Buffers, Ending, FrameResult, StreamConfig};
 use crate::backend::Session;
 use crate::capture::source::{Capture, FrameSource, SourceInfo};
 use crate::error::one_line;
+use crate::metrics::stats::ms;
 use crate::pipeline::Postprocess;
 use crate::preprocess::frame::Frame;
 use crate::preprocess::fused::FusedPreprocess;
@@ -65,10 +66,6 @@ pub(super) struct Measured {
 /// A stage thread's result; a panic there is a bug, passed on as one.
 fn joined<T>(name: &str, result: std::thread::Result<T>) -> T {
     result.unwrap_or_else(|_| panic!("the {name} thread panicked"))
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }
 
 #[allow(clippy::too_many_arguments)]
