@@ -78,6 +78,25 @@ impl<'a> Frame<'a> {
         stride: usize,
         data: &'a [u8],
     ) -> Result<Frame<'a>, String> {
+        Frame::check_layout(format, width, height, stride)?;
+        let needed = format.frame_bytes(stride, height);
+        if data.len() < needed {
+            return Err(format!(
+                "{format:?} {width}x{height} needs {needed} bytes, the frame has {}",
+                data.len()
+            ));
+        }
+        Ok(Frame { format, width, height, stride, data })
+    }
+
+    /// The checks of `new` that need no pixels: whether frames of this format, size and stride
+    /// can exist at all (a recording's index, a driver's format).
+    pub fn check_layout(
+        format: PixelFormat,
+        width: usize,
+        height: usize,
+        stride: usize,
+    ) -> Result<(), String> {
         if width == 0 || height == 0 {
             return Err(format!("a {width}x{height} frame has no pixels"));
         }
@@ -92,14 +111,7 @@ impl<'a> Frame<'a> {
         if stride < format.min_stride(width) {
             return Err(format!("stride {stride} is less than a {format:?} row of {width} pixels"));
         }
-        let needed = format.frame_bytes(stride, height);
-        if data.len() < needed {
-            return Err(format!(
-                "{format:?} {width}x{height} needs {needed} bytes, the frame has {}",
-                data.len()
-            ));
-        }
-        Ok(Frame { format, width, height, stride, data })
+        Ok(())
     }
 }
 

@@ -115,8 +115,7 @@ impl Reader {
         }
         let format = PixelFormat::from_name(&index.format)
             .ok_or_else(|| Error::input(&index_path, format!("unknown pixel format '{}'", index.format)))?;
-        let probe = vec![0u8; format.frame_bytes(index.stride, index.height)];
-        crate::preprocess::frame::Frame::new(format, index.width, index.height, index.stride, &probe)
+        crate::preprocess::frame::Frame::check_layout(format, index.width, index.height, index.stride)
             .map_err(|e| Error::input(&index_path, e))?;
         if index.frames.is_empty() {
             return Err(Error::input(&index_path, "the recording has no frames"));
@@ -124,7 +123,7 @@ impl Reader {
         let raw_path = dir.join(RAW);
         let raw = File::open(&raw_path).map_err(|e| Error::read(&raw_path, e))?;
         let raw_len = raw.metadata().map_err(|e| Error::read(&raw_path, e))?.len();
-        let frame_bytes = probe.len();
+        let frame_bytes = format.frame_bytes(index.stride, index.height);
         for (i, entry) in index.frames.iter().enumerate() {
             if i > 0 && entry.timestamp_ns < index.frames[i - 1].timestamp_ns {
                 return Err(Error::input(

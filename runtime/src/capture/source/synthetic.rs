@@ -24,9 +24,9 @@ impl Synthetic {
     ) -> Result<Synthetic> {
         // The same checks a camera frame gets (even sides for YUYV and NV12).
         let stride = format.min_stride(width);
-        let buffer = vec![0u8; format.frame_bytes(stride, height)];
-        Frame::new(format, width, height, stride, &buffer)
+        Frame::check_layout(format, width, height, stride)
             .map_err(|e| Error::input(std::path::Path::new(uri), e))?;
+        let buffer = vec![0u8; format.frame_bytes(stride, height)];
         let info = SourceInfo { uri: uri.to_string(), format, width, height, stride, fps, detail: None };
         Ok(Synthetic { info, buffer, sequence: 0, pacer: Pacer::new(fps) })
     }

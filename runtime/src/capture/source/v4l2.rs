@@ -111,8 +111,7 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
         Some(format) => (format, got.stride as usize),
         None => (PixelFormat::Rgb24, w * 3),
     };
-    let probe = vec![0u8; format.frame_bytes(stride, h)];
-    Frame::new(format, w, h, stride, &probe)
+    Frame::check_layout(format, w, h, stride)
         .map_err(|e| Error::input(path, format!("the driver's format: {e}")))?;
     let detail = format!(
         "{} ({}): {} {w}x{h}{}, {} buffers",
