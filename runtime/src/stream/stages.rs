@@ -159,6 +159,7 @@ fn capture_stage(
 ) -> CaptureEnd {
     let started = Instant::now();
     let (mut captured, mut first, mut waited) = (0, None, Duration::ZERO);
+    let slice = CAPTURE_SLICE.min(config.timeout);
     let ending = loop {
         if stop.load(Ordering::Relaxed) {
             break Ending::Interrupted;
@@ -169,7 +170,7 @@ fn capture_stage(
         if config.duration.is_some_and(|d| started.elapsed() >= d && captured >= config.min_frames) {
             break Ending::Duration;
         }
-        match source.capture(CAPTURE_SLICE.min(config.timeout)) {
+        match source.capture(slice) {
             Ok(Capture::Frame(frame)) => {
                 let now = Instant::now();
                 first.get_or_insert(now);
@@ -185,7 +186,7 @@ fn capture_stage(
                 queue.push(slot, abort, |old| frames.give(old));
             }
             Ok(Capture::Timeout) => {
-                waited += CAPTURE_SLICE.min(config.timeout);
+                waited += slice;
                 if waited >= config.timeout {
                     break Ending::Failed(format!(
                         "{}: no frame within {:.1} s: the source stalled or was disconnected",

@@ -99,8 +99,9 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
     .map(|p| p.interval)
     .filter(|i| i.numerator > 0)
     .map(|i| i.denominator as f64 / i.numerator as f64);
-    let mut stream = MmapStream::with_buffers(&device, Type::VideoCapture, options.buffers.max(2))
-        .map_err(fail("map buffers"))?;
+    let buffers = options.buffers.max(2);
+    let mut stream =
+        MmapStream::with_buffers(&device, Type::VideoCapture, buffers).map_err(fail("map buffers"))?;
     stream.set_timeout(FIRST_FRAME_TIMEOUT);
     let (w, h) = (got.width as usize, got.height as usize);
     let raw = match wanted {
@@ -114,12 +115,11 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
     Frame::check_layout(format, w, h, stride)
         .map_err(|e| Error::input(path, format!("the driver's format: {e}")))?;
     let detail = format!(
-        "{} ({}): {} {w}x{h}{}, {} buffers",
+        "{} ({}): {} {w}x{h}{}, {buffers} buffers",
         caps.card,
         caps.driver,
         wanted.name(),
         fps.map_or(String::new(), |f| format!(" at {f:.1} fps")),
-        options.buffers.max(2)
     );
     Ok(Box::new(V4l2 {
         info: SourceInfo {
