@@ -320,6 +320,19 @@ fn fake_jetson_clocks(dir: &Path) -> (PathBuf, PathBuf) {
     (tool, log)
 }
 
+/// Whether a process of process group `group` is running `edgert bench` (exec'd, not the shell
+/// forked to start it).
+fn bench_running(group: u32) -> bool {
+    let Ok(processes) = std::fs::read_dir("/proc") else { return false };
+    processes.flatten().any(|process| {
+        let stat = std::fs::read_to_string(process.path().join("stat")).unwrap_or_default();
+        // "pid (name) state ppid pgrp ...": the name may hold spaces, so read after its ')'.
+        let pgrp = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(2)?.parse().ok());
+        let cmdline = std::fs::read(process.path().join("cmdline")).unwrap_or_default();
+        pgrp == Some(group) && cmdline.split(|&b| b == 0).nth(1) == Some(&b"bench"[..])
+    })
+}
+
 fn calls(log: &Path) -> Vec<String> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
@@ -438,7 +451,12 @@ fn a_failing_run_or_ctrl_c_still_restores_the_clocks() {
         assert!(Instant::now() < deadline, "the clocks were never locked");
         std::thread::sleep(Duration::from_millis(100));
     }
-    std::thread::sleep(Duration::from_millis(500));
+    // Not before `edgert bench` runs: a Ctrl-C that lands while bash forks it goes to the forked
+    // shell, which ignores it, and bash then ignores it too (its "wait and cooperative exit").
+    while !bench_running(child.id()) {
+        assert!(Instant::now() < deadline, "edgert bench never started");
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let kill = Command::new("kill").args(["-INT", "--", &format!("-{}", child.id())]).status().unwrap();
     assert!(kill.success());
     let status = child.wait().unwrap();
