@@ -1,7 +1,13 @@
 //! Labelled tensor sets in `.npz` files: `x` (N, ...) f32 samples and optional `y` integer labels,
 //! as the digits and MNIST test sets ship.
 
+use std::fs::File;
+use std::io::{BufReader, Read, Seek};
 use std::path::Path;
+
+use npyz::{Deserialize, NpyFile};
+use zip::result::ZipError;
+use zip::ZipArchive;
 
 use crate::{Error, Result};
 
@@ -35,26 +41,45 @@ impl TensorSet {
 /// Reads `x` and `y`, checking that each sample has `item_shape` (the model input without batch).
 pub fn load(path: &Path, item_shape: &[usize]) -> Result<TensorSet> {
     let bad = |reason: String| Error::input(path, reason);
+    let file = File::open(path).map_err(|e| bad(format!("cannot open ({e})")))?;
     let mut archive =
-        npyz::npz::NpzArchive::open(path).map_err(|e| bad(format!("not a readable .npz ({e})")))?;
-    let x = archive
-        .by_name("x")
-        .map_err(|e| bad(format!("cannot read array 'x' ({e})")))?
-        .ok_or_else(|| bad("has no array 'x'".into()))?;
-    let shape: Vec<usize> = x.shape().iter().map(|&d| d as usize).collect();
-    if shape.len() < 2 || shape[1..] != *item_shape {
-        return Err(bad(format!("'x' has shape {shape:?}; the model wants (N, {item_shape:?})")));
-    }
-    let samples: Vec<f32> = x.into_vec().map_err(|e| bad(format!("'x' is not f32 ({e})")))?;
-    let labels = match archive.by_name("y").map_err(|e| bad(format!("cannot read array 'y' ({e})")))? {
-        None => None,
-        Some(y) => {
-            let labels: Vec<i64> = y.into_vec().map_err(|e| bad(format!("'y' is not int64 ({e})")))?;
-            if labels.len() != shape[0] {
-                return Err(bad(format!("'y' has {} labels for {} samples", labels.len(), shape[0])));
-            }
-            Some(labels)
+        ZipArchive::new(BufReader::new(file)).map_err(|e| bad(format!("not a readable .npz ({e})")))?;
+    let mut count = 0;
+    let samples = read::<f32, _>(&mut archive, "x", "f32", |shape| {
+        let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
+        if shape.len() < 2 || shape[1..] != *item_shape {
+            return Err(format!("'x' has shape {shape:?}; the model wants (N, {item_shape:?})"));
         }
-    };
+        count = shape[0];
+        Ok(())
+    })
+    .map_err(bad)?
+    .ok_or_else(|| bad("has no array 'x'".into()))?;
+    let labels = read::<i64, _>(&mut archive, "y", "int64", |_| Ok(())).map_err(bad)?;
+    if let Some(labels) = &labels {
+        if labels.len() != count {
+            return Err(bad(format!("'y' has {} labels for {count} samples", labels.len())));
+        }
+    }
     Ok(TensorSet { item_shape: item_shape.to_vec(), samples, labels })
+}
+
+/// The values of the array numpy stored as `NAME.npy`, its shape passed by `check` before they are read;
+/// `None` when the archive has no such array.
+fn read<T: Deserialize, R: Read + Seek>(
+    archive: &mut ZipArchive<R>,
+    name: &str,
+    type_name: &str,
+    check: impl FnOnce(&[u64]) -> std::result::Result<(), String>,
+) -> std::result::Result<Option<Vec<T>>, String> {
+    let cannot = |e: &dyn std::fmt::Display| format!("cannot read array '{name}' ({e})");
+    let entry = match archive.by_name(&format!("{name}.npy")) {
+        Ok(entry) => entry,
+        Err(ZipError::FileNotFound) => return Ok(None),
+        Err(e) => return Err(cannot(&e)),
+    };
+    let array = NpyFile::new(entry).map_err(|e| cannot(&e))?;
+    check(array.shape())?;
+    let values = array.into_vec().map_err(|e| format!("'{name}' is not {type_name} ({e})"))?;
+    Ok(Some(values))
 }
