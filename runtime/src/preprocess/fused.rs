@@ -3,7 +3,7 @@
 //! convention), scales and normalizes, and lands in the model's channel order and layout. The
 //! sampling taps of every output row and column are computed once per frame size, not per frame.
 
-use super::frame::{luma, yuv_to_rgb, Frame, PixelFormat};
+use super::frame::{luma, yuv_values_to_rgb, Frame, PixelFormat};
 use super::Geometry;
 use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
 
@@ -93,6 +93,8 @@ pub struct FusedPreprocess {
     source: (usize, usize),
     columns: Vec<Tap>,
     rows: Vec<Tap>,
+    /// Whether some columns lie in a letterbox border (left and right).
+    padded_columns: bool,
     geometry: Geometry,
 }
 
@@ -107,7 +109,7 @@ impl FusedPreprocess {
         source_h: usize,
     ) -> Result<FusedPreprocess, String> {
         let place = placement(spec, source_w, source_h, width, height)?;
-        let columns =
+        let columns: Vec<Tap> =
             (0..width).map(|x| linear_tap(x as i64 + place.origin_x, place.resized_w, source_w)).collect();
         let rows =
             (0..height).map(|y| linear_tap(y as i64 + place.origin_y, place.resized_h, source_h)).collect();
@@ -135,6 +137,7 @@ impl FusedPreprocess {
             bias,
             pad: spec.pad_value as f32,
             source: (source_w, source_h),
+            padded_columns: columns.iter().any(|tap| !tap.inside),
             columns,
             rows,
             geometry,
@@ -157,66 +160,172 @@ impl FusedPreprocess {
         if out.len() != self.item_len() {
             return Err(format!("output has {} values, the input needs {}", out.len(), self.item_len()));
         }
-        let (s, d) = (frame.stride, frame.data);
+        let (w, s, d) = (frame.width, frame.stride, frame.data);
+        // Per format: a source row's pixels, as three bytes each (RGB, or Y U V). Rows are split
+        // into whole pixels (or YUYV pairs) so that a pixel costs one bounds check.
         match frame.format {
-            PixelFormat::Rgb24 => self.fill(out, |x, y| {
-                let i = y * s + 3 * x;
-                [d[i] as f32, d[i + 1] as f32, d[i + 2] as f32]
+            PixelFormat::Rgb24 => self.fill::<false, _>(out, |y| {
+                let pixels = d[y * s..][..3 * w].as_chunks::<3>().0;
+                move |x: usize| pixels[x]
             }),
-            PixelFormat::Bgr24 => self.fill(out, |x, y| {
-                let i = y * s + 3 * x;
-                [d[i + 2] as f32, d[i + 1] as f32, d[i] as f32]
+            PixelFormat::Bgr24 => self.fill::<false, _>(out, |y| {
+                let pixels = d[y * s..][..3 * w].as_chunks::<3>().0;
+                move |x: usize| {
+                    let [b, g, r] = pixels[x];
+                    [r, g, b]
+                }
             }),
-            PixelFormat::Grey => self.fill(out, |x, y| {
-                let g = d[y * s + x] as f32;
-                [g, g, g]
+            PixelFormat::Grey => self.fill::<false, _>(out, |y| {
+                let row = &d[y * s..][..w];
+                move |x: usize| [row[x]; 3]
             }),
-            PixelFormat::Yuyv => self.fill(out, |x, y| {
-                let pair = y * s + (x & !1) * 2;
-                yuv_to_rgb(d[pair + (x & 1) * 2], d[pair + 1], d[pair + 3])
+            PixelFormat::Yuyv => self.fill::<true, _>(out, |y| {
+                let pairs = d[y * s..][..2 * w].as_chunks::<4>().0;
+                move |x: usize| {
+                    // Y0 U Y1 V: both pixels of a pair share U and V.
+                    let pair = pairs[x / 2];
+                    [pair[(x & 1) * 2], pair[1], pair[3]]
+                }
             }),
             PixelFormat::Nv12 => {
-                let chroma = s * frame.height;
-                self.fill(out, |x, y| {
-                    let uv = chroma + (y / 2) * s + (x & !1);
-                    yuv_to_rgb(d[y * s + x], d[uv], d[uv + 1])
+                let chroma_plane = s * frame.height;
+                self.fill::<true, _>(out, |y| {
+                    let luma = &d[y * s..][..w];
+                    let chroma = d[chroma_plane + (y / 2) * s..][..w].as_chunks::<2>().0;
+                    move |x: usize| {
+                        let [u, v] = chroma[x / 2];
+                        [luma[x], u, v]
+                    }
                 })
             }
         }
         Ok(self.geometry)
     }
 
-    /// The loop, specialized per pixel format by `rgb` (the source colour at a pixel).
+    /// The loop, specialized per pixel format by `row` (source row `y` → its pixel `x` as three
+    /// bytes: RGB, or Y U V when `YUV`). A row is done in runs of `RUN` output pixels: gather the
+    /// four neighbours' bytes, then convert, interpolate, normalize and store, each step a loop over
+    /// arrays of one component, which the compiler vectorizes.
     #[inline(always)]
-    fn fill(&self, out: &mut [f32], rgb: impl Fn(usize, usize) -> [f32; 3]) {
+    fn fill<const YUV: bool, P: Fn(usize) -> [u8; 3]>(&self, out: &mut [f32], row: impl Fn(usize) -> P) {
         let channels = self.channels.channels();
         let plane = self.width * self.height;
-        let border = [self.pad; 3];
+        let mut run = Run::default();
         for (oy, ty) in self.rows.iter().enumerate() {
-            for (ox, tx) in self.columns.iter().enumerate() {
-                let colour = if tx.inside && ty.inside {
-                    let lerp = |a: [f32; 3], b: [f32; 3], w: f32| {
-                        [a[0] + (b[0] - a[0]) * w, a[1] + (b[1] - a[1]) * w, a[2] + (b[2] - a[2]) * w]
-                    };
-                    let top = lerp(rgb(tx.i0, ty.i0), rgb(tx.i1, ty.i0), tx.w1);
-                    let bottom = lerp(rgb(tx.i0, ty.i1), rgb(tx.i1, ty.i1), tx.w1);
-                    lerp(top, bottom, ty.w1)
-                } else {
-                    border
-                };
-                let pixel = oy * self.width + ox;
-                let ordered = match self.channels {
-                    ChannelOrder::Rgb => colour,
-                    ChannelOrder::Bgr => [colour[2], colour[1], colour[0]],
-                    ChannelOrder::Gray => [luma(colour), 0.0, 0.0],
-                };
-                for (c, value) in ordered.iter().enumerate().take(channels) {
-                    let at = match self.layout {
-                        Layout::Nchw => c * plane + pixel,
-                        Layout::Nhwc => pixel * channels + c,
-                    };
-                    out[at] = value * self.gain[c] + self.bias[c];
+            let (top, bottom) = (row(ty.i0), row(ty.i1));
+            for first in (0..self.width).step_by(RUN) {
+                let n = (self.width - first).min(RUN);
+                let columns = &self.columns[first..first + n];
+                if ty.inside {
+                    for (i, tx) in columns.iter().enumerate() {
+                        let corners = [top(tx.i0), top(tx.i1), bottom(tx.i0), bottom(tx.i1)];
+                        for (neighbour, bytes) in corners.into_iter().enumerate() {
+                            for (k, byte) in bytes.into_iter().enumerate() {
+                                run.bytes[neighbour][k][i] = byte;
+                            }
+                        }
+                        run.weight[i] = tx.w1;
+                    }
+                    run.interpolate::<YUV>(ty.w1);
                 }
+                if !ty.inside || self.padded_columns {
+                    for (i, tx) in columns.iter().enumerate() {
+                        if !(tx.inside && ty.inside) {
+                            for c in 0..3 {
+                                run.rgb[c][i] = self.pad;
+                            }
+                        }
+                    }
+                }
+                let at = oy * self.width + first;
+                for c in 0..channels {
+                    let colour = match self.channels {
+                        ChannelOrder::Rgb => &run.rgb[c],
+                        ChannelOrder::Bgr => &run.rgb[2 - c],
+                        ChannelOrder::Gray => {
+                            let [r, g, b] = &run.rgb;
+                            for i in 0..RUN {
+                                run.gray[i] = luma([r[i], g[i], b[i]]);
+                            }
+                            &run.gray
+                        }
+                    };
+                    let (gain, bias) = (self.gain[c], self.bias[c]);
+                    match self.layout {
+                        Layout::Nchw => {
+                            for (o, v) in out[c * plane + at..][..n].iter_mut().zip(colour) {
+                                *o = v * gain + bias;
+                            }
+                        }
+                        Layout::Nhwc => {
+                            for (i, v) in colour[..n].iter().enumerate() {
+                                out[(at + i) * channels + c] = v * gain + bias;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Output pixels done together: small enough to stay in L1, long enough to vectorize.
+const RUN: usize = 64;
+
+/// One run's working arrays, made once per frame: [neighbour][component][pixel of the run], the
+/// neighbours top-left, top-right, bottom-left, bottom-right.
+struct Run {
+    bytes: [[[u8; RUN]; 3]; 4],
+    /// Each pixel's weight of its right-hand neighbours.
+    weight: [f32; RUN],
+    colour: [[[f32; RUN]; 3]; 4],
+    top: [f32; RUN],
+    bottom: [f32; RUN],
+    rgb: [[f32; RUN]; 3],
+    gray: [f32; RUN],
+}
+
+impl Default for Run {
+    fn default() -> Run {
+        Run {
+            bytes: [[[0; RUN]; 3]; 4],
+            weight: [0.0; RUN],
+            colour: [[[0.0; RUN]; 3]; 4],
+            top: [0.0; RUN],
+            bottom: [0.0; RUN],
+            rgb: [[0.0; RUN]; 3],
+            gray: [0.0; RUN],
+        }
+    }
+}
+
+impl Run {
+    /// `rgb` from the neighbours' bytes: converted to RGB (from YUV when `YUV`), interpolated
+    /// across with `weight`, then down with `down`. Whole runs, stale entries past the row's end
+    /// included: fixed trip counts vectorize.
+    #[inline(always)]
+    fn interpolate<const YUV: bool>(&mut self, down: f32) {
+        for (values, bytes) in self.colour.iter_mut().flatten().zip(self.bytes.iter().flatten()) {
+            for (v, b) in values.iter_mut().zip(bytes) {
+                *v = *b as f32;
+            }
+        }
+        if YUV {
+            for [y, u, v] in &mut self.colour {
+                for i in 0..RUN {
+                    [y[i], u[i], v[i]] = yuv_values_to_rgb(y[i], u[i], v[i]);
+                }
+            }
+        }
+        let [top_left, top_right, bottom_left, bottom_right] = &self.colour;
+        let w = &self.weight;
+        for c in 0..3 {
+            for i in 0..RUN {
+                self.top[i] = top_left[c][i] + (top_right[c][i] - top_left[c][i]) * w[i];
+                self.bottom[i] = bottom_left[c][i] + (bottom_right[c][i] - bottom_left[c][i]) * w[i];
+            }
+            for i in 0..RUN {
+                self.rgb[c][i] = self.top[i] + (self.bottom[i] - self.top[i]) * down;
             }
         }
     }

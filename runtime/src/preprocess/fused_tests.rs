@@ -39,7 +39,8 @@ proptest! {
         half_w in 1usize..40,
         half_h in 1usize..40,
         padding in 0usize..8,
-        (out_w, out_h) in (1usize..48, 1usize..48),
+        // Wider than the pass's runs of 64 pixels, so that rows take several, the last one partial.
+        (out_w, out_h) in (1usize..160, 1usize..48),
         (spec, layout) in recipe(),
         seed in any::<u64>(),
     ) {
