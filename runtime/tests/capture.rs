@@ -46,6 +46,24 @@ fn synthetic_frames_of_every_format_record_and_replay_byte_for_byte() {
 }
 
 #[test]
+fn an_mjpeg_recording_replays_and_records_again_as_the_same_jpegs() {
+    let mjpeg = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/mjpeg-320x240");
+    let dir = tempfile::tempdir().unwrap();
+    let again = dir.path().join("again");
+    let uri = format!("file:{}", mjpeg.display());
+    let out = capture(&["--source", &uri, "--frames", "2", "--out", again.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("captured 2 frame(s), mjpeg 320x240"), "{}", stdout(&out));
+    assert_eq!(
+        std::fs::read(again.join("frames.raw")).unwrap(),
+        std::fs::read(mjpeg.join("frames.raw")).unwrap()
+    );
+    let (original, copy) = (index(&mjpeg), index(&again));
+    assert_eq!(copy["format"], "mjpeg");
+    assert_eq!(copy["frames"], original["frames"]);
+}
+
+#[test]
 fn a_looped_recording_keeps_its_timestamps_increasing() {
     let dir = tempfile::tempdir().unwrap();
     let (first, looped) = (dir.path().join("a"), dir.path().join("b"));
@@ -152,6 +170,14 @@ fn bad_sources_and_damaged_recordings_are_one_line_errors() {
     idx["frames"][2]["timestamp_ns"] = Value::from(0);
     std::fs::write(backwards.join("frames.json"), idx.to_string()).unwrap();
 
+    let mjpeg = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/mjpeg-320x240");
+    let no_length = dir.path().join("no_length");
+    std::fs::create_dir_all(&no_length).unwrap();
+    std::fs::copy(mjpeg.join("frames.raw"), no_length.join("frames.raw")).unwrap();
+    let mut idx = index(&mjpeg);
+    idx["frames"][1].as_object_mut().unwrap().remove("length");
+    std::fs::write(no_length.join("frames.json"), idx.to_string()).unwrap();
+
     let garbled = dir.path().join("garbled");
     std::fs::create_dir_all(&garbled).unwrap();
     std::fs::write(garbled.join("frames.json"), "{ not json").unwrap();
@@ -169,6 +195,7 @@ fn bad_sources_and_damaged_recordings_are_one_line_errors() {
         ),
         (format!("file:{}", garbled.display()), "frames.json: not a recording index".into()),
         (format!("file:{}", backwards.display()), "frame 2's timestamp is earlier than frame 1's".into()),
+        (format!("file:{}", no_length.display()), "MJPEG frame 1 has no length".into()),
         (format!("file:{}", dir.path().join("missing").display()), "missing".into()),
     ];
     for (uri, message) in cases {

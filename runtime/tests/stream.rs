@@ -54,12 +54,53 @@ fn run_prints_a_json_line_per_frame_in_order_then_a_summary() {
 }
 
 /// Top-1 class of each JSON line's prediction.
+fn recording(format: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(format!("tests/fixtures/recordings/{format}-320x240"))
+}
+
+#[test]
+fn damaged_jpegs_in_an_mjpeg_recording_are_skipped_and_counted() {
+    // The two photos, then the first one cut short (as a dropped USB transfer leaves it), bytes
+    // that are not a JPEG, and a JPEG of another size.
+    let dir = tempfile::tempdir().unwrap();
+    let mut raw = std::fs::read(recording("mjpeg").join("frames.raw")).unwrap();
+    let mut index: Value =
+        serde_json::from_str(&std::fs::read_to_string(recording("mjpeg").join("frames.json")).unwrap())
+            .unwrap();
+    let first = index["frames"][0]["length"].as_u64().unwrap() as usize;
+    let truncated = raw[..first / 2].to_vec();
+    let mut not_jpeg = raw[..first].to_vec();
+    not_jpeg[0] = 0;
+    let mut other_size = Vec::new();
+    image::RgbImage::new(16, 16)
+        .write_to(&mut std::io::Cursor::new(&mut other_size), image::ImageFormat::Jpeg)
+        .unwrap();
+    for (i, bytes) in [truncated, not_jpeg, other_size].into_iter().enumerate() {
+        let entry = serde_json::json!({
+            "sequence": 2 + i, "timestamp_ns": (2 + i) * 33_333_333, "offset": raw.len(), "length": bytes.len()
+        });
+        index["frames"].as_array_mut().unwrap().push(entry);
+        raw.extend_from_slice(&bytes);
+    }
+    std::fs::write(dir.path().join("frames.raw"), raw).unwrap();
+    std::fs::write(dir.path().join("frames.json"), index.to_string()).unwrap();
+    let uri = format!("file:{}", dir.path().display());
+    let out = edgert(&["run", "-m", &digits(), "--source", &uri, "--drop", "none", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = json_lines(&stdout(&out));
+    let summary = &lines.last().unwrap()["summary"];
+    assert_eq!(summary["frames_processed"], 2, "{summary}");
+    assert_eq!(summary["frames_skipped_by_source"], 3, "{summary}");
+    assert_eq!(summary["ending"]["reason"], "end_of_stream");
+}
+
 fn top1(lines: &[Value]) -> Vec<u64> {
     lines.iter().filter_map(|l| l["prediction"]["classes"][0]["class_id"].as_u64()).collect()
 }
 
 #[test]
-fn recorded_yuyv_and_nv12_frames_of_photos_get_the_photos_own_classes() {
+fn recorded_yuyv_nv12_and_mjpeg_frames_of_photos_get_the_photos_own_classes() {
     let mobilenet = model("mobilenetv2_fp32.toml").display().to_string();
     let photos = ["chelsea.png", "coffee.png"].map(|p| image(p).display().to_string());
     let mut expected = Vec::new();
@@ -69,9 +110,8 @@ fn recorded_yuyv_and_nv12_frames_of_photos_get_the_photos_own_classes() {
         expected.extend(top1(&json_lines(&stdout(&out))));
     }
     assert!(CAT_CLASSES.contains(&(expected[0] as usize)), "{expected:?}");
-    let recordings = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings");
-    for format in ["yuyv", "nv12"] {
-        let uri = format!("file:{}", recordings.join(format!("{format}-320x240")).display());
+    for format in ["yuyv", "nv12", "mjpeg"] {
+        let uri = format!("file:{}", recording(format).display());
         let out = edgert(&["run", "-m", &mobilenet, "--source", &uri, "--drop", "none", "--json"]);
         assert!(out.status.success(), "{}", stderr(&out));
         let lines = json_lines(&stdout(&out));

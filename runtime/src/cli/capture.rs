@@ -1,5 +1,5 @@
 //! `edgert capture`: records raw frames from a source, with their format and timestamps, so frames
-//! recorded on a board replay anywhere (`--source file:DIR`).
+//! recorded on a board replay anywhere (`--source file:DIR`). An MJPEG camera's are kept as JPEGs.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -65,7 +65,7 @@ pub fn main(args: CaptureArgs) -> anyhow::Result<ExitCode> {
     let count = index.frames.len();
     emit(&format!(
         "captured {count} frame(s), {} {}x{}, in {elapsed:.2} s ({:.1} fps) into {}{}",
-        info.format.name(),
+        index.format,
         info.width,
         info.height,
         count as f64 / elapsed.max(1e-9),

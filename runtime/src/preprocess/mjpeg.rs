@@ -40,9 +40,29 @@ pub struct MjpegDecoder {
     rgb: Vec<u8>,
     with_tables: Vec<u8>,
     pub stats: MjpegStats,
+    /// Frames that decoded to another size than the stream's.
+    wrong_size: u64,
 }
 
 impl MjpegDecoder {
+    /// Decodes a frame of a stream of `size` frames (a camera's, a recording's); false when it is
+    /// skipped: truncated, corrupt, or of another size.
+    pub fn decode_sized(&mut self, jpeg: &[u8], size: (usize, usize)) -> bool {
+        match self.decode(jpeg).map(|f| (f.width, f.height)) {
+            Ok(decoded) if decoded == size => true,
+            Ok(_) => {
+                self.wrong_size += 1;
+                false
+            }
+            Err(_) => false,
+        }
+    }
+
+    /// Frames `decode_sized` skipped.
+    pub fn skipped(&self) -> u64 {
+        self.stats.truncated + self.stats.corrupt + self.wrong_size
+    }
+
     pub fn decode(&mut self, jpeg: &[u8]) -> Result<Frame<'_>, Skipped> {
         let result = self.decode_counted(jpeg);
         match &result {

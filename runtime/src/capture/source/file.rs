@@ -9,6 +9,7 @@ use super::recording::{self, Reader};
 use super::{Capture, Captured, FrameSource, Pacer, SourceInfo, SourceOptions};
 use crate::capture::{list_images, load_image};
 use crate::preprocess::frame::{Frame, PixelFormat};
+use crate::preprocess::mjpeg::MjpegDecoder;
 use crate::{Error, Result};
 
 pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn FrameSource>> {
@@ -27,6 +28,7 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
         return Ok(Box::new(Replay {
             info,
             loop_length_ns: reader.loop_length_ns(),
+            mjpeg: reader.encoded.then(MjpegDecoder::default),
             reader,
             buffer: Vec::new(),
             next: 0,
@@ -59,11 +61,14 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
 }
 
 /// A recording replayed; timestamps are the recorded ones, shifted by the recording's length on
-/// each loop so they keep increasing.
+/// each loop so they keep increasing. MJPEG frames are decoded as they are read, as from a camera:
+/// damaged ones are skipped and counted.
 struct Replay {
     info: SourceInfo,
     loop_length_ns: u64,
     reader: Reader,
+    /// For a recording of JPEGs.
+    mjpeg: Option<MjpegDecoder>,
     buffer: Vec<u8>,
     next: usize,
     loops: u64,
@@ -78,29 +83,39 @@ impl FrameSource for Replay {
 
     fn capture(&mut self, timeout: Duration) -> Result<Capture<'_>> {
         let count = self.reader.index.frames.len();
-        if self.next == count {
-            if !self.looped {
-                return Ok(Capture::EndOfStream);
-            }
-            self.next = 0;
-            self.loops += 1;
-        }
-        let n = self.loops * count as u64 + self.next as u64;
-        if !self.pacer.wait(n, timeout) {
-            return Ok(Capture::Timeout);
-        }
-        self.reader.read(self.next, &mut self.buffer)?;
-        let timestamp_ns =
-            self.reader.index.frames[self.next].timestamp_ns + self.loops * self.loop_length_ns;
-        self.next += 1;
         let SourceInfo { format, width, height, stride, .. } = self.info;
-        let frame = Frame::new(format, width, height, stride, &self.buffer).expect("checked when opened");
-        Ok(Capture::Frame(Captured {
-            frame,
-            sequence: n,
-            timestamp: Duration::from_nanos(timestamp_ns),
-            at: None,
-        }))
+        // Until a frame decodes, where frames are JPEGs.
+        let (sequence, timestamp) = loop {
+            if self.next == count {
+                if !self.looped {
+                    return Ok(Capture::EndOfStream);
+                }
+                self.next = 0;
+                self.loops += 1;
+            }
+            let n = self.loops * count as u64 + self.next as u64;
+            if !self.pacer.wait(n, timeout) {
+                return Ok(Capture::Timeout);
+            }
+            self.reader.read(self.next, &mut self.buffer)?;
+            let timestamp_ns =
+                self.reader.index.frames[self.next].timestamp_ns + self.loops * self.loop_length_ns;
+            self.next += 1;
+            if self.mjpeg.as_mut().is_none_or(|mjpeg| mjpeg.decode_sized(&self.buffer, (width, height))) {
+                break (n, Duration::from_nanos(timestamp_ns));
+            }
+        };
+        let (pixels, encoded) = match &self.mjpeg {
+            Some(mjpeg) => (mjpeg.rgb(), Some(&self.buffer[..])),
+            None => (&self.buffer[..], None),
+        };
+        let frame =
+            Frame::new(format, width, height, stride, pixels).expect("checked when opened or decoded");
+        Ok(Capture::Frame(Captured { frame, sequence, timestamp, at: None, encoded }))
+    }
+
+    fn skipped(&self) -> u64 {
+        self.mjpeg.as_ref().map_or(0, MjpegDecoder::skipped)
     }
 }
 
@@ -153,6 +168,6 @@ impl FrameSource for Images {
         let SourceInfo { format, width, height, stride, .. } = self.info;
         let frame =
             Frame::new(format, width, height, stride, &self.buffer).expect("an RGB image fills its frame");
-        Ok(Capture::Frame(Captured { frame, sequence, timestamp, at: None }))
+        Ok(Capture::Frame(Captured { frame, sequence, timestamp, at: None, encoded: None }))
     }
 }

@@ -39,6 +39,8 @@ pub struct Captured<'a> {
     /// When the frame was taken on our clock, where the source knows (a camera driver's stamp);
     /// otherwise its delivery counts.
     pub at: Option<Instant>,
+    /// The JPEG `frame` was decoded from (an MJPEG camera's), so a recording keeps it as it came.
+    pub encoded: Option<&'a [u8]>,
 }
 
 #[derive(Debug)]

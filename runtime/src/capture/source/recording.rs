@@ -1,6 +1,8 @@
 //! Recordings of raw frames, so frames captured on a board replay anywhere: `DIR/frames.raw` holds
 //! the frames' bytes back to back, `DIR/frames.json` (schema `edgert.recording/1`) their format,
-//! size, stride, sequence numbers and timestamps.
+//! size, stride, sequence numbers and timestamps. An MJPEG camera's frames are kept as the JPEGs
+//! it sent (format `mjpeg`, each entry with its length), so a replay decodes them as a live run
+//! does.
 
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
@@ -15,6 +17,8 @@ use crate::{Error, Result};
 pub const SCHEMA: &str = "edgert.recording/1";
 const INDEX: &str = "frames.json";
 const RAW: &str = "frames.raw";
+/// The index's format for frames kept as JPEGs.
+pub const MJPEG: &str = "mjpeg";
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Index {
@@ -34,6 +38,9 @@ pub struct FrameEntry {
     /// From the source's start, in nanoseconds.
     pub timestamp_ns: u64,
     pub offset: u64,
+    /// Bytes, for formats whose frames vary in size (MJPEG).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub length: Option<u64>,
 }
 
 /// Whether a folder holds a recording.
@@ -69,13 +76,27 @@ impl Writer {
         Ok(Writer { dir: dir.to_owned(), raw: BufWriter::new(raw), index, offset: 0, frame_bytes })
     }
 
+    /// Appends a frame: the JPEG it came as where there is one (then every frame must have one),
+    /// else its pixels.
     pub fn push(&mut self, captured: &Captured) -> Result<()> {
-        let bytes = &captured.frame.data[..self.frame_bytes];
+        if self.index.frames.is_empty() && captured.encoded.is_some() {
+            self.index.format = MJPEG.into();
+        }
+        let encoded = self.index.format == MJPEG;
+        let bytes = match captured.encoded {
+            Some(jpeg) if encoded => jpeg,
+            None if !encoded => &captured.frame.data[..self.frame_bytes],
+            _ => {
+                let reason = "the source gave some frames as JPEGs and some not".to_string();
+                return Err(Error::Write { path: self.dir.join(RAW), reason });
+            }
+        };
         self.raw.write_all(bytes).map_err(|e| self.error(RAW, e))?;
         self.index.frames.push(FrameEntry {
             sequence: captured.sequence,
             timestamp_ns: captured.timestamp.as_nanos() as u64,
             offset: self.offset,
+            length: encoded.then_some(bytes.len() as u64),
         });
         self.offset += bytes.len() as u64;
         Ok(())
@@ -98,7 +119,11 @@ impl Writer {
 /// inconsistent recording is an error naming the file, never a short read later.
 pub struct Reader {
     pub index: Index,
+    /// The frames' format once read (MJPEG frames decode to RGB24).
     pub format: PixelFormat,
+    /// Whether frames are JPEGs to decode.
+    pub encoded: bool,
+    /// Bytes of a frame (a raw one; JPEGs have their own lengths).
     pub frame_bytes: usize,
     raw: File,
     raw_path: PathBuf,
@@ -113,8 +138,11 @@ impl Reader {
         if index.schema != SCHEMA {
             return Err(Error::input(&index_path, format!("schema '{}' is not {SCHEMA}", index.schema)));
         }
-        let format = PixelFormat::from_name(&index.format)
-            .ok_or_else(|| Error::input(&index_path, format!("unknown pixel format '{}'", index.format)))?;
+        let encoded = index.format == MJPEG;
+        let format = if encoded { Some(PixelFormat::Rgb24) } else { PixelFormat::from_name(&index.format) }
+            .ok_or_else(|| {
+            Error::input(&index_path, format!("unknown pixel format '{}'", index.format))
+        })?;
         crate::preprocess::frame::Frame::check_layout(format, index.width, index.height, index.stride)
             .map_err(|e| Error::input(&index_path, e))?;
         if index.frames.is_empty() {
@@ -131,7 +159,12 @@ impl Reader {
                     format!("frame {i}'s timestamp is earlier than frame {}'s", i - 1),
                 ));
             }
-            let end = entry.offset + frame_bytes as u64;
+            let length = match entry.length {
+                Some(length) => length,
+                None if !encoded => frame_bytes as u64,
+                None => return Err(Error::input(&index_path, format!("MJPEG frame {i} has no length"))),
+            };
+            let end = entry.offset + length;
             if end > raw_len {
                 return Err(Error::input(
                     &raw_path,
@@ -139,7 +172,7 @@ impl Reader {
                 ));
             }
         }
-        Ok(Reader { index, format, frame_bytes, raw, raw_path })
+        Ok(Reader { index, format, encoded, frame_bytes, raw, raw_path })
     }
 
     /// How far a loop of the recording moves the timestamps on: from the first frame to the last,
@@ -150,10 +183,10 @@ impl Reader {
         span + if frames.len() > 1 { span / (frames.len() as u64 - 1) } else { 0 }
     }
 
-    /// Reads frame `i` into `buffer` (resized once to a frame's bytes).
+    /// Reads frame `i` into `buffer` (resized to the frame's bytes: once, for raw frames).
     pub fn read(&mut self, i: usize, buffer: &mut Vec<u8>) -> Result<()> {
-        buffer.resize(self.frame_bytes, 0);
-        let offset = self.index.frames[i].offset;
+        let FrameEntry { offset, length, .. } = self.index.frames[i];
+        buffer.resize(length.map_or(self.frame_bytes, |n| n as usize), 0);
         self.raw
             .seek(SeekFrom::Start(offset))
             .and_then(|_| self.raw.read_exact(buffer))

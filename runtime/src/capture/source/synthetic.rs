@@ -83,7 +83,7 @@ impl FrameSource for Synthetic {
         self.sequence += 1;
         let SourceInfo { format, width, height, stride, .. } = self.info;
         let frame = Frame::new(format, width, height, stride, &self.buffer).expect("checked when opened");
-        Ok(Capture::Frame(Captured { frame, sequence, timestamp, at: None }))
+        Ok(Capture::Frame(Captured { frame, sequence, timestamp, at: None, encoded: None }))
     }
 }
 

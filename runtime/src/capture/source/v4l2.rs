@@ -38,8 +38,8 @@ pub struct V4l2 {
     handle: Arc<Handle>,
     raw: Option<PixelFormat>,
     mjpeg: MjpegDecoder,
-    /// MJPEG frames that decoded to another size than negotiated.
-    wrong_size: u64,
+    /// The JPEG the last MJPEG frame was decoded from.
+    jpeg: Vec<u8>,
     started: bool,
     first_timestamp: Option<Duration>,
     // Keeps the device open for the stream's lifetime.
@@ -136,7 +136,7 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
         stream,
         raw,
         mjpeg: MjpegDecoder::default(),
-        wrong_size: 0,
+        jpeg: Vec::new(),
         started: false,
         first_timestamp: None,
         _device: device,
@@ -208,7 +208,8 @@ impl FrameSource for V4l2 {
             let frame =
                 Frame::new(format, width, height, stride, bytes).map_err(|e| Error::input(&self.path, e))?;
             let (timestamp, at) = when(&mut self.first_timestamp, meta.timestamp, meta.flags);
-            return Ok(Capture::Frame(Captured { frame, sequence: meta.sequence as u64, timestamp, at }));
+            let sequence = meta.sequence as u64;
+            return Ok(Capture::Frame(Captured { frame, sequence, timestamp, at, encoded: None }));
         }
         // MJPEG: truncated, corrupt or wrongly sized frames are skipped, and counted, until one
         // decodes.
@@ -219,21 +220,20 @@ impl FrameSource for V4l2 {
             let (data, meta) = self.stream.next().map_err(failed)?;
             self.started = true;
             let used = (meta.bytesused as usize).min(data.len());
-            match self.mjpeg.decode(&data[..used]).map(|f| (f.width, f.height)) {
-                Ok(size) if size == (width, height) => {
-                    let (timestamp, at) = when(&mut self.first_timestamp, meta.timestamp, meta.flags);
-                    break (meta.sequence as u64, timestamp, at);
-                }
-                Ok(_) => self.wrong_size += 1,
-                Err(_) => {}
+            if self.mjpeg.decode_sized(&data[..used], (width, height)) {
+                let (timestamp, at) = when(&mut self.first_timestamp, meta.timestamp, meta.flags);
+                // Kept past the next dequeue, for a recording to store as it came.
+                self.jpeg.clear();
+                self.jpeg.extend_from_slice(&data[..used]);
+                break (meta.sequence as u64, timestamp, at);
             }
         };
         let frame = Frame::new(PixelFormat::Rgb24, width, height, stride, self.mjpeg.rgb())
             .expect("decoded at this size");
-        Ok(Capture::Frame(Captured { frame, sequence, timestamp, at }))
+        Ok(Capture::Frame(Captured { frame, sequence, timestamp, at, encoded: Some(&self.jpeg) }))
     }
 
     fn skipped(&self) -> u64 {
-        self.mjpeg.stats.truncated + self.mjpeg.stats.corrupt + self.wrong_size
+        self.mjpeg.skipped()
     }
 }
