@@ -178,6 +178,13 @@ fn bad_sources_and_damaged_recordings_are_one_line_errors() {
     idx["frames"][1].as_object_mut().unwrap().remove("length");
     std::fs::write(no_length.join("frames.json"), idx.to_string()).unwrap();
 
+    let huge = dir.path().join("huge");
+    std::fs::create_dir_all(&huge).unwrap();
+    std::fs::copy(good.join("frames.raw"), huge.join("frames.raw")).unwrap();
+    let mut idx = index(&good);
+    idx["stride"] = Value::from(1u64 << 62);
+    std::fs::write(huge.join("frames.json"), idx.to_string()).unwrap();
+
     let garbled = dir.path().join("garbled");
     std::fs::create_dir_all(&garbled).unwrap();
     std::fs::write(garbled.join("frames.json"), "{ not json").unwrap();
@@ -196,6 +203,7 @@ fn bad_sources_and_damaged_recordings_are_one_line_errors() {
         (format!("file:{}", garbled.display()), "frames.json: not a recording index".into()),
         (format!("file:{}", backwards.display()), "frame 2's timestamp is earlier than frame 1's".into()),
         (format!("file:{}", no_length.display()), "MJPEG frame 1 has no length".into()),
+        (format!("file:{}", huge.display()), "cannot fit in memory".into()),
         (format!("file:{}", dir.path().join("missing").display()), "missing".into()),
     ];
     for (uri, message) in cases {

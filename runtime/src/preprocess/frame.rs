@@ -108,6 +108,10 @@ impl<'a> Frame<'a> {
         if odd {
             return Err(format!("{format:?} needs even sides, the frame is {width}x{height}"));
         }
+        // NV12's frames are the largest: 1.5 rows of stride per pixel row.
+        if height.checked_mul(2).and_then(|rows| rows.checked_mul(stride)).is_none() {
+            return Err(format!("a {width}x{height} frame of stride {stride} cannot fit in memory"));
+        }
         if stride < format.min_stride(width) {
             return Err(format!("stride {stride} is less than a {format:?} row of {width} pixels"));
         }

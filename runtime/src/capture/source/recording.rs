@@ -164,7 +164,8 @@ impl Reader {
                 None if !encoded => frame_bytes as u64,
                 None => return Err(Error::input(&index_path, format!("MJPEG frame {i} has no length"))),
             };
-            let end = entry.offset + length;
+            // An index's numbers may be anything: past the end, or past u64.
+            let end = entry.offset.saturating_add(length);
             if end > raw_len {
                 return Err(Error::input(
                     &raw_path,
