@@ -445,6 +445,16 @@ fn a_failing_run_or_ctrl_c_still_restores_the_clocks() {
     let (mut command, log, _) = bench_locally(dir.path(), s(&good), &["--duration-s", "60"]);
     // In a process group of its own, as a shell runs a job: Ctrl-C signals the whole group.
     std::os::unix::process::CommandExt::process_group(&mut command, 0);
+    // And with Ctrl-C's default action, as a shell starts a foreground job. Run from a background
+    // job (`cargo test &` in a script) the tests inherit SIGINT ignored, and bash can neither trap
+    // nor reset a signal ignored when it started.
+    // SAFETY: signal() is async-signal-safe, and nothing else runs in the child before exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
     let mut child = command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(30);
     while !calls(&log).contains(&"lock".to_string()) {
