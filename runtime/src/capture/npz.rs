@@ -64,8 +64,8 @@ pub fn load(path: &Path, item_shape: &[usize]) -> Result<TensorSet> {
     Ok(TensorSet { item_shape: item_shape.to_vec(), samples, labels })
 }
 
-/// The values of the array numpy stored as `NAME.npy`, its shape passed by `check` before they are read;
-/// `None` when the archive has no such array.
+/// The values of the array numpy stored as `NAME.npy`, its shape passed to `check` before they
+/// are read; `None` when the archive has no such array.
 fn read<T: Deserialize, R: Read + Seek>(
     archive: &mut ZipArchive<R>,
     name: &str,

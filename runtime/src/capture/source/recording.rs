@@ -139,10 +139,9 @@ impl Reader {
             return Err(Error::input(&index_path, format!("schema '{}' is not {SCHEMA}", index.schema)));
         }
         let encoded = index.format == MJPEG;
-        let format = if encoded { Some(PixelFormat::Rgb24) } else { PixelFormat::from_name(&index.format) }
-            .ok_or_else(|| {
-            Error::input(&index_path, format!("unknown pixel format '{}'", index.format))
-        })?;
+        let named = if encoded { Some(PixelFormat::Rgb24) } else { PixelFormat::from_name(&index.format) };
+        let format = named
+            .ok_or_else(|| Error::input(&index_path, format!("unknown pixel format '{}'", index.format)))?;
         crate::preprocess::frame::Frame::check_layout(format, index.width, index.height, index.stride)
             .map_err(|e| Error::input(&index_path, e))?;
         if index.frames.is_empty() {
