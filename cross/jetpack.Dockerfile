@@ -26,9 +26,13 @@ RUN set -eux; \
     cd /tmp/debs; \
     for package in ${PACKAGES}; do apt-get download "${package}:arm64"; done; \
     for deb in *.deb; do dpkg-deb -x "$deb" /opt/jetpack; done; \
+    # The packages install /usr/local/cuda-X.Y; the /usr/local/cuda link comes from a postinst script
+    # that unpacking does not run.
+    ln -sfn "$(ls -d /opt/jetpack/usr/local/cuda-*.* | head -n 1)" /opt/jetpack/usr/local/cuda; \
     rm -rf /tmp/debs /var/lib/apt/lists/*
 
-# Where the GPU features' build scripts look for CUDA and TensorRT.
-ENV CUDA_PATH=/opt/jetpack/usr/local/cuda-${CUDA} \
+# Where the GPU features' build scripts look for CUDA and TensorRT (runtime/build.rs).
+ENV CUDA_PATH=/opt/jetpack/usr/local/cuda \
+    CUDA_INCLUDE_DIR=/opt/jetpack/usr/local/cuda/targets/aarch64-linux/include:/opt/jetpack/usr/local/cuda/include \
     TENSORRT_INCLUDE_DIR=/opt/jetpack/usr/include/aarch64-linux-gnu \
     TENSORRT_LIB_DIR=/opt/jetpack/usr/lib/aarch64-linux-gnu

@@ -1,5 +1,5 @@
 //! Records the git commit edgert is built from and the tract version it links, for the provenance
-//! in every report.
+//! in every report; with feature `tensorrt`, compiles the TensorRT shim where the headers are.
 
 use std::process::Command;
 
@@ -17,6 +17,58 @@ fn main() {
     for path in ["../.git/HEAD", "../.git/refs/heads", "../.git/packed-refs", "../Cargo.lock"] {
         println!("cargo:rerun-if-changed={path}");
     }
+    println!("cargo:rustc-check-cfg=cfg(edgert_trt_shim)");
+    #[cfg(feature = "tensorrt")]
+    tensorrt_shim();
+}
+
+/// Compiles `shim/edgert_trt.cpp` against the target's TensorRT and CUDA headers and sets
+/// `cfg(edgert_trt_shim)`; without headers the backend is built without it and says so at run time.
+#[cfg(feature = "tensorrt")]
+fn tensorrt_shim() {
+    use std::path::PathBuf;
+    let shim = "src/backend/tensorrt/shim";
+    println!("cargo:rerun-if-changed={shim}");
+    // The structs' layout as C sees it, for the test that `ffi.rs` mirrors the header.
+    cc::Build::new().file(format!("{shim}/layout.c")).compile("edgert_trt_layout");
+    let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
+    let folders = |variable: &str, defaults: Vec<String>| -> Vec<PathBuf> {
+        println!("cargo:rerun-if-env-changed={variable}");
+        match std::env::var_os(variable) {
+            Some(value) => std::env::split_paths(&value).collect(),
+            None => defaults.into_iter().map(PathBuf::from).collect(),
+        }
+    };
+    let tensorrt = folders(
+        "TENSORRT_INCLUDE_DIR",
+        vec![
+            format!("/usr/include/{arch}-linux-gnu"),
+            "/usr/include".into(),
+            "/usr/local/tensorrt/include".into(),
+        ],
+    );
+    let cuda = folders(
+        "CUDA_INCLUDE_DIR",
+        vec!["/usr/local/cuda/include".into(), format!("/usr/local/cuda/targets/{arch}-linux/include")],
+    );
+    let find = |dirs: &[PathBuf], header: &str| dirs.iter().find(|d| d.join(header).exists()).cloned();
+    let (Some(_), Some(_)) = (find(&tensorrt, "NvInfer.h"), find(&cuda, "cuda_runtime_api.h")) else {
+        println!(
+            "cargo:warning=tensorrt: NvInfer.h or cuda_runtime_api.h not found (set TENSORRT_INCLUDE_DIR and \
+             CUDA_INCLUDE_DIR); the TensorRT shim is not compiled and --backend tensorrt will say so"
+        );
+        return;
+    };
+    cc::Build::new()
+        .cpp(true)
+        .file(format!("{shim}/edgert_trt.cpp"))
+        .includes(tensorrt.iter().chain(&cuda).filter(|d| d.exists()))
+        .flag("-std=c++17")
+        // TensorRT's own headers deprecate much of themselves.
+        .flag("-Wno-deprecated-declarations")
+        .flag("-Wno-unused-parameter")
+        .compile("edgert_trt");
+    println!("cargo:rustc-cfg=edgert_trt_shim");
 }
 
 /// A package's version in the workspace's Cargo.lock.

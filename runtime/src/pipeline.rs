@@ -93,6 +93,11 @@ impl Pipeline {
         self.session.run(input)
     }
 
+    /// Where the last inference spent its time on a GPU backend.
+    pub fn device_timing(&self) -> Option<crate::backend::DeviceTiming> {
+        self.session.device_timing()
+    }
+
     /// One prediction per batch item.
     pub fn postprocess(&self, outputs: &[HostTensor], geometries: &[Option<Geometry>]) -> Vec<Prediction> {
         geometries

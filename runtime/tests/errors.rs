@@ -173,21 +173,65 @@ fn unknown_backend() {
     fails(
         &["run", "--backend", "tpu", "--model", s(&model("digits_mlp_nchw.toml")), "--input", s(&chelsea())],
         2,
-        &["unknown backend 'tpu'", "known: cpu"],
+        &["unknown backend 'tpu'", "known: ", "cpu, "],
     );
 }
 
 #[test]
 fn gpu_backends_absent_from_this_build_are_runtime_failures_with_the_fix() {
+    // With the tensorrt feature, `gpu` says why TensorRT is not usable instead.
+    let fix = if cfg!(feature = "tensorrt") { "tensorrt: " } else { "--features cuda" };
     fails(
         &["bench", "--backend", "gpu", "--model", s(&model("digits_mlp_nchw.toml"))],
         1,
-        &["backend 'gpu' is not usable here", "--features cuda"],
+        &["backend 'gpu' is not usable here", fix],
     );
+    #[cfg(not(feature = "tensorrt"))]
     fails(
         &["bench", "--backend", "tensorrt", "--model", s(&model("digits_mlp_nchw.toml"))],
         1,
         &["tensorrt", "--features tensorrt"],
+    );
+}
+
+#[cfg(not(feature = "tensorrt"))]
+#[test]
+fn build_engine_without_tensorrt_compiled_in_says_how_to_get_it() {
+    let digits = model("digits_mlp_nchw.toml");
+    let args = ["build-engine", "--onnx", s(&digits), "--out", "/nonexistent/m.engine"];
+    fails(&args, 1, &["backend 'tensorrt' is not usable here", "build with --features tensorrt"]);
+}
+
+/// The machines that run these tests have no TensorRT: the backend and `build-engine` must say
+/// what is missing (the shim when the build found no headers, else libnvinfer) and where to get it.
+#[cfg(feature = "tensorrt")]
+#[test]
+fn tensorrt_on_a_machine_without_it_names_what_is_missing() {
+    let missing =
+        |err: &str| err.contains("libnvinfer not found") || err.contains("without TensorRT's headers");
+    let digits_path = model("digits_mlp_nchw.toml");
+    let digits = s(&digits_path);
+    for args in [
+        vec!["bench", "--backend", "tensorrt", "--model", digits],
+        vec!["build-engine", "--onnx", digits, "--out", "/nonexistent/m.engine"],
+    ] {
+        let out = edgert(&args);
+        let err = stderr(&out);
+        if out.status.success() {
+            eprintln!("skipped: TensorRT is usable here");
+            return;
+        }
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(
+            err.starts_with("edgert: error: backend 'tensorrt' is not usable here: ") && missing(&err),
+            "{err}"
+        );
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+    fails(
+        &["build-engine", "--onnx", digits, "--out", "/tmp/m.engine", "--calib", "/tmp"],
+        2,
+        &["--calib", "Q/DQ"],
     );
 }
 

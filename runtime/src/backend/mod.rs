@@ -4,6 +4,8 @@
 pub mod cpu;
 #[cfg(feature = "ort")]
 pub mod ort;
+#[cfg(feature = "tensorrt")]
+pub mod tensorrt;
 
 use crate::model::Model;
 use crate::tensor::{HostTensor, TensorSpec};
@@ -46,11 +48,28 @@ pub trait Session: Send {
     /// Runs one batch; outputs come in the order of `Prepared::outputs`. The input is borrowed so
     /// a camera pipeline can reuse its buffer for the next frame.
     fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>>;
+
+    /// Where a GPU backend's last run spent its time; None on the CPU.
+    fn device_timing(&self) -> Option<DeviceTiming> {
+        None
+    }
+}
+
+/// A GPU run as trtexec splits it: copies and GPU work timed by CUDA events, and the host time
+/// spent enqueueing.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct DeviceTiming {
+    pub h2d_ms: f64,
+    pub compute_ms: f64,
+    pub d2h_ms: f64,
+    pub enqueue_ms: f64,
 }
 
 /// Backends compiled into this binary, in priority order (GPU backends first once they exist).
 pub fn registry() -> Vec<Box<dyn Backend>> {
     vec![
+        #[cfg(feature = "tensorrt")]
+        Box::new(tensorrt::TensorrtBackend::default()),
         Box::new(cpu::CpuBackend),
         #[cfg(feature = "ort")]
         Box::new(ort::OrtBackend),
@@ -60,6 +79,7 @@ pub fn registry() -> Vec<Box<dyn Backend>> {
 /// Backends edgert knows of but that this binary was built without, with the feature to enable.
 pub const NOT_COMPILED: &[(&str, &str)] = &[
     ("cuda", "cuda"),
+    #[cfg(not(feature = "tensorrt"))]
     ("tensorrt", "tensorrt"),
     #[cfg(not(feature = "ort"))]
     ("ort", "ort"),

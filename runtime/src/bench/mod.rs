@@ -221,6 +221,7 @@ struct Iteration {
     preprocess: Duration,
     inference: Duration,
     postprocess: Duration,
+    device: Option<crate::backend::DeviceTiming>,
 }
 
 /// One iteration on the next `batch` samples from `cursor`, cycling through the set, so a
@@ -234,9 +235,10 @@ fn iterate(pipeline: &mut Pipeline, samples: &[Sample], cursor: &mut usize) -> R
     let t1 = Instant::now();
     let outputs = pipeline.infer(&input)?;
     let t2 = Instant::now();
+    let device = pipeline.device_timing();
     std::hint::black_box(pipeline.postprocess(&outputs, &geometries));
     let t3 = Instant::now();
-    Ok(Iteration { preprocess: t1 - t0, inference: t2 - t1, postprocess: t3 - t2 })
+    Ok(Iteration { preprocess: t1 - t0, inference: t2 - t1, postprocess: t3 - t2, device })
 }
 
 fn measure(
@@ -258,6 +260,7 @@ fn measure(
         iterate(pipeline, samples, &mut cursor)?;
     }
     let (mut pre, mut inf, mut post, mut total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut device = Vec::new();
     let window = window::Window::open(probe, telemetry, &config.sensing);
     let started = Instant::now();
     let mut last_report = started;
@@ -267,6 +270,7 @@ fn measure(
         inf.push(ms(it.inference));
         post.push(ms(it.postprocess));
         total.push(ms(it.preprocess + it.inference + it.postprocess));
+        device.extend(it.device);
         if last_report.elapsed() > Duration::from_millis(250) {
             last_report = Instant::now();
             progress(&Progress { batch, elapsed: started.elapsed(), iterations: total.len() });
@@ -295,5 +299,6 @@ fn measure(
         },
         end_to_end_cdf_ms: percentile_curve(&total),
         stream: None,
+        device: report::DeviceStages::from_timings(&device),
     })
 }

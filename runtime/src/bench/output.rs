@@ -47,7 +47,8 @@ pub fn text(report: &BenchReport) -> String {
             "  {:<12} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7}\n",
             "stage (ms)", "min", "mean", "p50", "p90", "p95", "p99", "max", "CoV"
         );
-        for (name, s) in run.stages.named() {
+        let device = run.device.iter().flat_map(|d| d.named());
+        for (name, s) in run.stages.named().into_iter().chain(device) {
             out += &format!(
                 "  {:<12} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>6.1}%\n",
                 name,

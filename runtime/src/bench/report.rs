@@ -87,6 +87,43 @@ pub struct BatchRun {
     /// With `--source`: the camera pipeline's frames, rates and drops. Its stages are then per
     /// inference, and end to end is each frame's glass-to-glass time.
     pub stream: Option<crate::stream::StreamStats>,
+    /// On a GPU backend: inference split as trtexec splits it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<DeviceStages>,
+}
+
+/// Inference on a GPU, per stage: host-to-device copies, GPU compute and device-to-host copies
+/// timed by CUDA events, and the host time spent enqueueing the work.
+#[derive(Debug, Clone, Serialize)]
+pub struct DeviceStages {
+    pub h2d: LatencyStats,
+    pub compute: LatencyStats,
+    pub d2h: LatencyStats,
+    pub enqueue: LatencyStats,
+}
+
+impl DeviceStages {
+    /// None when the backend timed nothing (the CPU backends).
+    pub fn from_timings(timings: &[crate::backend::DeviceTiming]) -> Option<DeviceStages> {
+        let stats = |f: fn(&crate::backend::DeviceTiming) -> f64| {
+            LatencyStats::from_ms(&timings.iter().map(f).collect::<Vec<_>>())
+        };
+        Some(DeviceStages {
+            h2d: stats(|t| t.h2d_ms)?,
+            compute: stats(|t| t.compute_ms)?,
+            d2h: stats(|t| t.d2h_ms)?,
+            enqueue: stats(|t| t.enqueue_ms)?,
+        })
+    }
+
+    pub fn named(&self) -> [(&'static str, &LatencyStats); 4] {
+        [
+            ("gpu h2d", &self.h2d),
+            ("gpu compute", &self.compute),
+            ("gpu d2h", &self.d2h),
+            ("enqueue", &self.enqueue),
+        ]
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -105,5 +142,32 @@ impl Stages {
             ("postprocess", &self.postprocess),
             ("end_to_end", &self.end_to_end),
         ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DeviceStages;
+    use crate::backend::DeviceTiming;
+
+    #[test]
+    fn device_stages_summarise_each_timing_and_fit_the_schema() {
+        assert!(DeviceStages::from_timings(&[]).is_none(), "a CPU run has no GPU stages");
+        let timings: Vec<DeviceTiming> = (1..=4)
+            .map(|i| DeviceTiming { h2d_ms: 0.1 * i as f64, compute_ms: 2.0, d2h_ms: 0.05, enqueue_ms: 0.3 })
+            .collect();
+        let stages = DeviceStages::from_timings(&timings).unwrap();
+        assert_eq!((stages.h2d.min_ms, stages.h2d.max_ms), (0.1, 0.4));
+        assert_eq!((stages.compute.p50_ms, stages.compute.cov), (2.0, 0.0));
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/edgert.bench-2.schema.json");
+        let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let device = serde_json::json!({ "$defs": schema["$defs"], "$ref": "#/$defs/device" });
+        let validator = jsonschema::validator_for(&device).unwrap();
+        let value = serde_json::to_value(&stages).unwrap();
+        assert!(validator.is_valid(&value), "{value}");
+        assert!(
+            !validator.is_valid(&serde_json::json!({ "h2d": value["h2d"] })),
+            "all four stages are required"
+        );
     }
 }

@@ -59,6 +59,8 @@ pub fn measure(
         stages,
         end_to_end_cdf_ms: percentile_curve(&run.glass_to_glass_ms),
         stream: Some(run.stats),
+        // The pipeline's inference thread owns the session; its GPU stages are not collected yet.
+        device: None,
     })
 }
 

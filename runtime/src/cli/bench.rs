@@ -21,6 +21,9 @@ pub struct BenchArgs {
     #[cfg(feature = "ort")]
     #[command(flatten)]
     ort: super::ort_args::OrtArgs,
+    #[cfg(feature = "tensorrt")]
+    #[command(flatten)]
+    trt: super::trt_args::TrtArgs,
     #[command(flatten)]
     model: ModelArgs,
     /// cpu, gpu (strict) or gpu-or-cpu (falls back to the CPU and says so).
@@ -77,6 +80,8 @@ impl BenchArgs {
 pub fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
     #[cfg(feature = "ort")]
     args.ort.apply();
+    #[cfg(feature = "tensorrt")]
+    args.trt.apply();
     let stop = match &args.source.source {
         Some(_) => stop_on_signal()?,
         None => Arc::default(),

@@ -3,6 +3,7 @@
 
 mod bench;
 mod board_view;
+mod build_engine;
 mod capture;
 mod info;
 mod inspect;
@@ -15,6 +16,8 @@ mod report;
 mod run;
 mod run_source;
 mod source_args;
+#[cfg(feature = "tensorrt")]
+mod trt_args;
 mod tune;
 mod validate;
 
@@ -59,6 +62,8 @@ enum Command {
     Tune(tune::TuneArgs),
     /// Bench reports side by side: `merge` into one table, `compare` before/after, `plot` to SVG.
     Report(report::ReportArgs),
+    /// Build a TensorRT engine from an ONNX model on this machine (needs --features tensorrt).
+    BuildEngine(build_engine::BuildEngineArgs),
 }
 
 /// How a command names its model.
@@ -113,6 +118,7 @@ pub fn main() -> ExitCode {
         Command::Validate(args) => validate::main(args),
         Command::Tune(args) => tune::main(args),
         Command::Report(args) => report::main(args),
+        Command::BuildEngine(args) => build_engine::main(args),
     };
     match result {
         Ok(code) => code,

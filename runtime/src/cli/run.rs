@@ -19,6 +19,9 @@ pub struct RunArgs {
     #[cfg(feature = "ort")]
     #[command(flatten)]
     ort: super::ort_args::OrtArgs,
+    #[cfg(feature = "tensorrt")]
+    #[command(flatten)]
+    trt: super::trt_args::TrtArgs,
     #[command(flatten)]
     model: ModelArgs,
     /// An image, a folder of images, or an .npz with `x` samples (and `y` labels).
@@ -49,6 +52,8 @@ pub struct RunArgs {
 pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     #[cfg(feature = "ort")]
     args.ort.apply();
+    #[cfg(feature = "tensorrt")]
+    args.trt.apply();
     args.source.check(&[("--frames", args.frames.is_some()), ("--duration-s", args.duration_s.is_some())])?;
     let mut model = args.model.load()?;
     if let Some(k) = args.top_k {

@@ -15,6 +15,9 @@ pub struct TuneArgs {
     #[cfg(feature = "ort")]
     #[command(flatten)]
     ort: super::ort_args::OrtArgs,
+    #[cfg(feature = "tensorrt")]
+    #[command(flatten)]
+    trt: super::trt_args::TrtArgs,
     /// The base model (usually FP32) every variant is validated against.
     #[arg(long, short, value_name = "M")]
     model: PathBuf,
@@ -41,6 +44,8 @@ pub struct TuneArgs {
 pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
     #[cfg(feature = "ort")]
     args.ort.apply();
+    #[cfg(feature = "tensorrt")]
+    args.trt.apply();
     let timing = args.timing.settings()?;
     let base = load_model(&args.model)?;
     let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;

@@ -16,6 +16,9 @@ pub struct ValidateArgs {
     #[cfg(feature = "ort")]
     #[command(flatten)]
     ort: super::ort_args::OrtArgs,
+    #[cfg(feature = "tensorrt")]
+    #[command(flatten)]
+    trt: super::trt_args::TrtArgs,
     /// The model to compare against (manifest or .onnx), usually FP32.
     #[arg(long, value_name = "M")]
     reference: PathBuf,
@@ -59,6 +62,8 @@ impl DataArgs {
 pub fn main(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     #[cfg(feature = "ort")]
     args.ort.apply();
+    #[cfg(feature = "tensorrt")]
+    args.trt.apply();
     let reference = load_model(&args.reference)?;
     let candidate = load_model(&args.candidate)?;
     let data = args.data.load(&reference)?;

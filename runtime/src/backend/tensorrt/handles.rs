@@ -1,0 +1,249 @@
+//! Safe owners of the shim's runtime, engine and execution context: each frees its handle on drop
+//! and keeps alive what it was made from (context → engine → runtime → libraries).
+
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+
+use super::ffi::{self, Api, ErrorBuf};
+use super::library::Libraries;
+use super::version::TrtVersion;
+
+pub struct Runtime {
+    api: &'static Api,
+    raw: *mut ffi::RuntimeHandle,
+    pub version: TrtVersion,
+    pub device: ffi::Device,
+    _libraries: Option<Arc<Libraries>>,
+}
+
+// SAFETY: TensorRT's IRuntime may be used from any thread; the shim guards its logger.
+unsafe impl Send for Runtime {}
+unsafe impl Sync for Runtime {}
+
+impl Runtime {
+    pub fn open(
+        api: &'static Api,
+        symbols: &ffi::Symbols,
+        libraries: Option<Arc<Libraries>>,
+    ) -> Result<Runtime, String> {
+        let mut error = ErrorBuf::new();
+        // SAFETY: `symbols` outlives the call and the shim copies it.
+        let raw = unsafe { (api.runtime_create)(symbols, &mut error) };
+        if raw.is_null() {
+            return Err(error.text());
+        }
+        // From here on `Drop` frees `raw`, also when the checks below fail.
+        let mut runtime = Runtime {
+            api,
+            raw,
+            version: TrtVersion::decode(unsafe { (api.runtime_version)(raw) }),
+            device: ffi::Device::default(),
+            _libraries: libraries,
+        };
+        if !runtime.version.is_supported() {
+            return Err(format!(
+                "TensorRT {} is too old: edgert needs 8.5 or later (JetPack 5.1), for enqueueV3 and setInputShape",
+                runtime.version
+            ));
+        }
+        if unsafe { (api.runtime_device)(raw, &mut runtime.device, &mut error) } != 0 {
+            return Err(error.text());
+        }
+        Ok(runtime)
+    }
+
+    /// Compute capability, `8.7`.
+    pub fn sm(&self) -> String {
+        format!("{}.{}", self.device.sm_major, self.device.sm_minor)
+    }
+
+    pub fn load(self: &Arc<Self>, plan: &[u8], dla_core: Option<u32>) -> Result<Engine, String> {
+        let mut error = ErrorBuf::new();
+        let dla = dla_core.map_or(-1, |c| c as i32);
+        let raw =
+            unsafe { (self.api.engine_load)(self.raw, plan.as_ptr().cast(), plan.len(), dla, &mut error) };
+        if raw.is_null() {
+            return Err(error.text());
+        }
+        let mut engine = Engine { runtime: Arc::clone(self), raw, tensors: Vec::new() };
+        let count = unsafe { (self.api.engine_tensor_count)(raw) };
+        for index in 0..count {
+            let mut tensor = ffi::Tensor::empty();
+            if unsafe { (self.api.engine_tensor)(raw, index, &mut tensor, &mut error) } != 0 {
+                return Err(error.text());
+            }
+            let name = unsafe { tensor.name() };
+            engine.tensors.push(EngineTensor {
+                c_name: CString::new(name.clone()).map_err(|_| format!("tensor name {name:?} has a NUL"))?,
+                name,
+                is_input: tensor.is_input != 0,
+                dtype: tensor.dtype,
+                dims: tensor.dims[..tensor.nb_dims.clamp(0, ffi::MAX_DIMS as i32) as usize].to_vec(),
+            });
+        }
+        Ok(engine)
+    }
+
+    /// A serialized engine built from ONNX bytes, and the updated timing cache.
+    pub fn build(&self, onnx: &[u8], options: &ffi::BuildOptions) -> Result<(Vec<u8>, Vec<u8>), String> {
+        let mut error = ErrorBuf::new();
+        let (mut plan, mut timing_cache) = (ffi::Blob::empty(), ffi::Blob::empty());
+        let status = unsafe {
+            (self.api.build)(
+                self.raw,
+                onnx.as_ptr().cast(),
+                onnx.len(),
+                options,
+                &mut plan,
+                &mut timing_cache,
+                &mut error,
+            )
+        };
+        let take = |blob: &mut ffi::Blob| {
+            let bytes = if blob.data.is_null() {
+                Vec::new()
+            } else {
+                // SAFETY: the shim allocated `bytes` bytes at `data`.
+                unsafe { std::slice::from_raw_parts(blob.data as *const u8, blob.bytes) }.to_vec()
+            };
+            unsafe { (self.api.blob_free)(blob) };
+            bytes
+        };
+        let (plan, timing_cache) = (take(&mut plan), take(&mut timing_cache));
+        if status != 0 {
+            return Err(error.text());
+        }
+        Ok((plan, timing_cache))
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        unsafe { (self.api.runtime_destroy)(self.raw) }
+    }
+}
+
+/// An input or output of an engine as it declares it (`-1`: dynamic).
+#[derive(Debug, Clone)]
+pub struct EngineTensor {
+    pub name: String,
+    pub c_name: CString,
+    pub is_input: bool,
+    pub dtype: i32,
+    pub dims: Vec<i64>,
+}
+
+pub struct Engine {
+    runtime: Arc<Runtime>,
+    raw: *mut ffi::EngineHandle,
+    pub tensors: Vec<EngineTensor>,
+}
+
+// SAFETY: ICudaEngine is immutable once built; contexts are created from any thread.
+unsafe impl Send for Engine {}
+unsafe impl Sync for Engine {}
+
+impl Engine {
+    pub fn context(self: &Arc<Self>) -> Result<Context, String> {
+        let mut error = ErrorBuf::new();
+        let raw = unsafe { (self.runtime.api.context_create)(self.raw, &mut error) };
+        if raw.is_null() {
+            return Err(error.text());
+        }
+        Ok(Context { engine: Arc::clone(self), raw })
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        unsafe { (self.runtime.api.engine_destroy)(self.raw) }
+    }
+}
+
+/// Host memory of one tensor for a run.
+pub enum Buffer<'a> {
+    In(&'a [u8]),
+    Out(&'a mut [u8]),
+}
+
+/// One execution context with its stream and device buffers: one per session thread.
+pub struct Context {
+    engine: Arc<Engine>,
+    raw: *mut ffi::ContextHandle,
+}
+
+// SAFETY: a context is used by one thread at a time (`&mut self`), which is all TensorRT asks.
+unsafe impl Send for Context {}
+
+impl Context {
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn set_input_shape(&mut self, tensor: usize, dims: &[i64]) -> Result<(), String> {
+        let mut error = ErrorBuf::new();
+        let name = &self.engine.tensors[tensor].c_name;
+        let api = self.engine.runtime.api;
+        if unsafe {
+            (api.context_set_input_shape)(
+                self.raw,
+                name.as_ptr(),
+                dims.len() as i32,
+                dims.as_ptr(),
+                &mut error,
+            )
+        } != 0
+        {
+            return Err(error.text());
+        }
+        Ok(())
+    }
+
+    /// The shape of tensor `tensor` now that the input shapes are set.
+    pub fn shape(&mut self, tensor: usize) -> Result<Vec<i64>, String> {
+        let mut error = ErrorBuf::new();
+        let (mut nb_dims, mut dims) = (0i32, [0i64; ffi::MAX_DIMS]);
+        let name = &self.engine.tensors[tensor].c_name;
+        let api = self.engine.runtime.api;
+        if unsafe {
+            (api.context_tensor_shape)(self.raw, name.as_ptr(), &mut nb_dims, dims.as_mut_ptr(), &mut error)
+        } != 0
+        {
+            return Err(error.text());
+        }
+        Ok(dims[..nb_dims.clamp(0, ffi::MAX_DIMS as i32) as usize].to_vec())
+    }
+
+    /// Runs once: `buffers[i]` is the host memory of `tensors[i]`.
+    pub fn run(&mut self, buffers: &mut [Buffer]) -> Result<ffi::Timing, String> {
+        let tensors = &self.engine.tensors;
+        let bindings: Vec<ffi::Binding> = tensors
+            .iter()
+            .zip(buffers.iter_mut())
+            .map(|(t, b)| {
+                let (host, bytes) = match b {
+                    // The shim only reads inputs.
+                    Buffer::In(b) => (b.as_ptr() as *mut c_void, b.len()),
+                    Buffer::Out(b) => (b.as_mut_ptr() as *mut c_void, b.len()),
+                };
+                ffi::Binding { name: t.c_name.as_ptr(), host, bytes }
+            })
+            .collect();
+        let mut error = ErrorBuf::new();
+        let mut timing = ffi::Timing::default();
+        let api = self.engine.runtime.api;
+        if unsafe {
+            (api.context_run)(self.raw, bindings.as_ptr(), bindings.len() as i32, &mut timing, &mut error)
+        } != 0
+        {
+            return Err(error.text());
+        }
+        Ok(timing)
+    }
+}
+
+impl Drop for Context {
+    fn drop(&mut self) {
+        unsafe { (self.engine.runtime.api.context_destroy)(self.raw) }
+    }
+}

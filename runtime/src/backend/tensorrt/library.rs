@@ -1,0 +1,153 @@
+//! Finding TensorRT and the CUDA runtime at run time: libnvinfer, libnvonnxparser (optional: only
+//! building engines needs it) and libcudart, resolved with dlopen so the binary starts on machines
+//! without them and says what is missing, where it looked, and the fix.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use libloading::Library;
+
+use super::ffi::Symbols;
+
+const NVINFER: &[&str] = &["libnvinfer.so.10", "libnvinfer.so.8", "libnvinfer.so.11", "libnvinfer.so"];
+const ONNX_PARSER: &[&str] =
+    &["libnvonnxparser.so.10", "libnvonnxparser.so.8", "libnvonnxparser.so.11", "libnvonnxparser.so"];
+const CUDART: &[&str] = &["libcudart.so.12", "libcudart.so.11.0", "libcudart.so.13", "libcudart.so"];
+
+/// The loaded libraries, kept open as long as any runtime made from their symbols lives.
+pub struct Libraries {
+    pub symbols: Symbols,
+    _open: Vec<Library>,
+}
+
+/// Folders tried after the dynamic loader's own search: `TENSORRT_LIB_DIR`, then where JetPack and
+/// NVIDIA's packages install.
+fn folders() -> Vec<PathBuf> {
+    let arch = std::env::consts::ARCH;
+    let mut dirs: Vec<PathBuf> =
+        std::env::var_os("TENSORRT_LIB_DIR").map(PathBuf::from).into_iter().collect();
+    for dir in [
+        format!("/usr/lib/{arch}-linux-gnu"),
+        "/usr/local/cuda/lib64".into(),
+        format!("/usr/local/cuda/targets/{arch}-linux/lib"),
+        "/usr/local/tensorrt/lib".into(),
+    ] {
+        dirs.push(dir.into());
+    }
+    dirs
+}
+
+fn open(names: &[&str], what: &str, fix: &str) -> Result<Library, String> {
+    open_from(names, &folders(), what, fix)
+}
+
+/// The first of `names` the dynamic loader finds, else the first found in `dirs`.
+fn open_from(names: &[&str], dirs: &[PathBuf], what: &str, fix: &str) -> Result<Library, String> {
+    for name in names {
+        // SAFETY: loading runs the library's initialisers; these are NVIDIA's own libraries.
+        if let Ok(library) = unsafe { Library::new(*name) } {
+            return Ok(library);
+        }
+        for dir in dirs {
+            let path = dir.join(name);
+            if path.exists() {
+                match unsafe { Library::new(&path) } {
+                    Ok(library) => return Ok(library),
+                    Err(e) => {
+                        // libloading says "dlopen failed"; the loader's own reason is its source.
+                        let reason = std::error::Error::source(&e).map_or(e.to_string(), |s| s.to_string());
+                        return Err(format!("{}: cannot load {what}: {reason}", path.display()));
+                    }
+                }
+            }
+        }
+    }
+    let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
+    Err(format!(
+        "{what} not found (tried {} through the dynamic loader, LD_LIBRARY_PATH and ld.so.cache, and in {}): {fix}",
+        names.join(", "),
+        searched.join(", ")
+    ))
+}
+
+/// A function from `library`, or an error saying the library is not the one edgert needs.
+fn symbol<T: Copy>(library: &Library, name: &str, what: &str) -> Result<T, String> {
+    // SAFETY: the caller names the C signature `T` the header of that library declares.
+    unsafe { library.get::<T>(name.as_bytes()) }
+        .map(|s| *s)
+        .map_err(|_| format!("{what} has no symbol {name}: it is not a TensorRT 8.5+ / CUDA 11+ library"))
+}
+
+/// Opens TensorRT and the CUDA runtime and resolves everything the shim calls.
+pub fn load() -> Result<Arc<Libraries>, String> {
+    const TRT_FIX: &str =
+        "install TensorRT (JetPack ships it; on a desktop, NVIDIA's TensorRT packages) or set TENSORRT_LIB_DIR to its folder";
+    let nvinfer = open(NVINFER, "TensorRT's libnvinfer", TRT_FIX)?;
+    let cudart = open(
+        CUDART,
+        "the CUDA runtime libcudart",
+        "install the CUDA runtime (JetPack ships it) or add its folder to LD_LIBRARY_PATH",
+    )?;
+    let parser = open(ONNX_PARSER, "libnvonnxparser", TRT_FIX).ok();
+    let (i, c) = ("libnvinfer", "libcudart");
+    let mut symbols = Symbols {
+        create_infer_runtime: Some(symbol(&nvinfer, "createInferRuntime_INTERNAL", i)?),
+        create_infer_builder: Some(symbol(&nvinfer, "createInferBuilder_INTERNAL", i)?),
+        get_infer_lib_version: Some(symbol(&nvinfer, "getInferLibVersion", i)?),
+        create_onnx_parser: None,
+        cuda_malloc: Some(symbol(&cudart, "cudaMalloc", c)?),
+        cuda_free: Some(symbol(&cudart, "cudaFree", c)?),
+        cuda_memcpy_async: Some(symbol(&cudart, "cudaMemcpyAsync", c)?),
+        cuda_stream_create: Some(symbol(&cudart, "cudaStreamCreate", c)?),
+        cuda_stream_destroy: Some(symbol(&cudart, "cudaStreamDestroy", c)?),
+        cuda_stream_synchronize: Some(symbol(&cudart, "cudaStreamSynchronize", c)?),
+        cuda_event_create: Some(symbol(&cudart, "cudaEventCreate", c)?),
+        cuda_event_destroy: Some(symbol(&cudart, "cudaEventDestroy", c)?),
+        cuda_event_record: Some(symbol(&cudart, "cudaEventRecord", c)?),
+        cuda_event_elapsed_time: Some(symbol(&cudart, "cudaEventElapsedTime", c)?),
+        cuda_get_device: Some(symbol(&cudart, "cudaGetDevice", c)?),
+        cuda_device_get_attribute: Some(symbol(&cudart, "cudaDeviceGetAttribute", c)?),
+        cuda_get_error_string: Some(symbol(&cudart, "cudaGetErrorString", c)?),
+    };
+    let mut open_libraries = vec![nvinfer, cudart];
+    if let Some(parser) = parser {
+        symbols.create_onnx_parser = Some(symbol(&parser, "createNvOnnxParser_INTERNAL", "libnvonnxparser")?);
+        open_libraries.push(parser);
+    }
+    Ok(Arc::new(Libraries { symbols, _open: open_libraries }))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_machine_without_tensorrt_gets_an_error_naming_the_library_the_search_and_the_fix() {
+        if super::load().is_ok() {
+            eprintln!("skipped: TensorRT is installed here");
+            return;
+        }
+        let message = super::load().err().unwrap();
+        assert!(message.contains("libnvinfer.so.10") || message.contains("libcudart"), "{message}");
+        assert!(message.contains("LD_LIBRARY_PATH"), "{message}");
+        assert!(message.contains(&format!("/usr/lib/{}-linux-gnu", std::env::consts::ARCH)), "{message}");
+        assert!(
+            message.contains("TENSORRT_LIB_DIR") || message.contains("install the CUDA runtime"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_library_for_this_machine_is_named_with_the_loaders_reason() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "libedgert-test-nvinfer.so.10";
+        std::fs::write(dir.path().join(name), b"not an ELF file").unwrap();
+        let message = super::open_from(&[name], &[dir.path().to_owned()], "TensorRT's libnvinfer", "fix")
+            .err()
+            .unwrap();
+        let path = dir.path().join(name);
+        assert!(
+            message.starts_with(&format!("{}: cannot load TensorRT's libnvinfer: ", path.display())),
+            "{message}"
+        );
+        assert!(message.contains("ELF") || message.contains("too short"), "{message}");
+    }
+}

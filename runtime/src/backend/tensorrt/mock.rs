@@ -1,0 +1,457 @@
+//! A test double of the shim's C API that behaves like a small TensorRT: "building" stores the
+//! ONNX model in a plan stamped with the TensorRT version and GPU it was built for, loading refuses
+//! plans from another version or GPU as TensorRT does, and running executes the model with tract.
+//! Device memory comes from the `Symbols` it is given, so tests can make `cudaMalloc` fail.
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::sync::Arc;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tract_onnx::prelude::*;
+
+use super::ffi::{self, Api, Binding, Blob, BuildOptions, ErrorBuf, Symbols, Timing};
+use crate::model::onnx;
+
+const MAGIC: &[u8] = b"EDGERT-MOCK-TRT\n";
+
+#[derive(Serialize, Deserialize)]
+struct Stamp {
+    tensorrt: i32,
+    sm: String,
+    fp16: bool,
+    int8: bool,
+    /// Declare f16 inputs and outputs, as an engine built with `--inputIOFormats=fp16` would.
+    io_f16: bool,
+}
+
+struct MockRuntime {
+    symbols: Symbols,
+    version: i32,
+    sm: String,
+}
+
+struct MockEngine {
+    runtime: *const MockRuntime,
+    proto: tract_onnx::pb::ModelProto,
+    tensors: Vec<(CString, bool, Vec<i64>)>,
+    io_f16: bool,
+}
+
+/// A plan per input shape set, with the output shapes it gives.
+type Plans = HashMap<Vec<usize>, (Arc<TypedRunnableModel>, Vec<Vec<usize>>)>;
+
+struct MockContext {
+    engine: *const MockEngine,
+    input_shape: Option<Vec<usize>>,
+    plans: Plans,
+}
+
+fn fail(error: *mut ErrorBuf, message: &str) {
+    let error = unsafe { &mut *error };
+    for (slot, byte) in error.message.iter_mut().zip(message.bytes().chain([0]).take(1023)) {
+        *slot = byte as c_char;
+    }
+    error.message[1023] = 0;
+}
+
+/// A stamped plan for `onnx`, as if TensorRT `version` had built it for a GPU of compute `sm`.
+pub fn plan(onnx: &[u8], version: i32, sm: &str, io_f16: bool) -> Vec<u8> {
+    stamped(&Stamp { tensorrt: version, sm: sm.into(), fp16: false, int8: false, io_f16 }, onnx)
+}
+
+fn stamped(stamp: &Stamp, onnx: &[u8]) -> Vec<u8> {
+    [MAGIC, &serde_json::to_vec(stamp).unwrap(), b"\n", onnx].concat()
+}
+
+fn version_text(encoded: i32) -> String {
+    super::version::TrtVersion::decode(encoded).to_string()
+}
+
+unsafe extern "C" fn runtime_create(
+    symbols: *const Symbols,
+    error: *mut ErrorBuf,
+) -> *mut ffi::RuntimeHandle {
+    let symbols = *symbols;
+    let version = (symbols.get_infer_lib_version.expect("tests give a version"))();
+    let attribute = symbols.cuda_device_get_attribute.expect("tests give a device");
+    let (mut major, mut minor) = (0, 0);
+    let code = attribute(&mut major, 75, 0);
+    if code != 0 || attribute(&mut minor, 76, 0) != 0 {
+        let text = CStr::from_ptr((symbols.cuda_get_error_string.unwrap())(code)).to_string_lossy();
+        fail(error, &format!("cudaDeviceGetAttribute failed: {text}"));
+        return std::ptr::null_mut();
+    }
+    let runtime = MockRuntime { symbols, version, sm: format!("{major}.{minor}") };
+    Box::into_raw(Box::new(runtime)).cast()
+}
+
+unsafe extern "C" fn runtime_destroy(runtime: *mut ffi::RuntimeHandle) {
+    drop(Box::from_raw(runtime.cast::<MockRuntime>()));
+}
+
+unsafe extern "C" fn runtime_version(runtime: *const ffi::RuntimeHandle) -> i32 {
+    (*runtime.cast::<MockRuntime>()).version
+}
+
+unsafe extern "C" fn runtime_device(
+    runtime: *const ffi::RuntimeHandle,
+    device: *mut ffi::Device,
+    _error: *mut ErrorBuf,
+) -> c_int {
+    let runtime = &*runtime.cast::<MockRuntime>();
+    let (major, minor) = runtime.sm.split_once('.').unwrap();
+    *device =
+        ffi::Device { sm_major: major.parse().unwrap(), sm_minor: minor.parse().unwrap(), integrated: 1 };
+    0
+}
+
+unsafe extern "C" fn engine_load(
+    runtime: *mut ffi::RuntimeHandle,
+    plan: *const c_void,
+    bytes: usize,
+    _dla_core: i32,
+    error: *mut ErrorBuf,
+) -> *mut ffi::EngineHandle {
+    let runtime = &*runtime.cast::<MockRuntime>();
+    let plan = std::slice::from_raw_parts(plan.cast::<u8>(), bytes);
+    let Some(rest) = plan.strip_prefix(MAGIC) else {
+        fail(
+            error,
+            "deserializeCudaEngine failed: the plan file is not a TensorRT engine (magic tag mismatch)",
+        );
+        return std::ptr::null_mut();
+    };
+    let split = rest.iter().position(|&b| b == b'\n').unwrap_or(rest.len());
+    let stamp: Stamp = serde_json::from_slice(&rest[..split]).unwrap();
+    if stamp.tensorrt != runtime.version {
+        let message = format!(
+            "deserializeCudaEngine failed: the engine plan file is not compatible with this version of TensorRT, \
+             expecting library version {} got {}, please rebuild",
+            version_text(runtime.version),
+            version_text(stamp.tensorrt)
+        );
+        fail(error, &message);
+        return std::ptr::null_mut();
+    }
+    if stamp.sm != runtime.sm {
+        let message = format!(
+            "deserializeCudaEngine failed: the engine plan file is generated on an incompatible device, \
+             expecting compute {} got compute {}, please rebuild",
+            runtime.sm, stamp.sm
+        );
+        fail(error, &message);
+        return std::ptr::null_mut();
+    }
+    let proto = onnx::framework().proto_model_for_read(&mut &rest[split + 1..]).unwrap();
+    let dims =
+        |spec: &crate::tensor::TensorSpec| spec.shape.iter().map(|d| d.map_or(-1, |d| d as i64)).collect();
+    let mut tensors = Vec::new();
+    for (specs, is_input) in [(onnx::inputs(&proto), true), (onnx::outputs(&proto), false)] {
+        for spec in specs {
+            tensors.push((CString::new(spec.name.clone()).unwrap(), is_input, dims(&spec)));
+        }
+    }
+    let engine = MockEngine { runtime, proto, tensors, io_f16: stamp.io_f16 };
+    Box::into_raw(Box::new(engine)).cast()
+}
+
+unsafe extern "C" fn engine_destroy(engine: *mut ffi::EngineHandle) {
+    drop(Box::from_raw(engine.cast::<MockEngine>()));
+}
+
+unsafe extern "C" fn engine_tensor_count(engine: *const ffi::EngineHandle) -> i32 {
+    (*engine.cast::<MockEngine>()).tensors.len() as i32
+}
+
+unsafe extern "C" fn engine_tensor(
+    engine: *const ffi::EngineHandle,
+    index: i32,
+    tensor: *mut ffi::Tensor,
+    error: *mut ErrorBuf,
+) -> c_int {
+    let engine = &*engine.cast::<MockEngine>();
+    let Some((name, is_input, dims)) = engine.tensors.get(index as usize) else {
+        fail(error, &format!("tensor index {index} is out of range"));
+        return 1;
+    };
+    let mut out = ffi::Tensor::empty();
+    out.name = name.as_ptr();
+    out.is_input = *is_input as i32;
+    out.dtype = if engine.io_f16 { ffi::F16 } else { ffi::F32 };
+    out.nb_dims = dims.len() as i32;
+    out.dims[..dims.len()].copy_from_slice(dims);
+    *tensor = out;
+    0
+}
+
+unsafe extern "C" fn context_create(
+    engine: *mut ffi::EngineHandle,
+    _error: *mut ErrorBuf,
+) -> *mut ffi::ContextHandle {
+    let context = MockContext { engine: engine.cast(), input_shape: None, plans: HashMap::new() };
+    Box::into_raw(Box::new(context)).cast()
+}
+
+unsafe extern "C" fn context_destroy(context: *mut ffi::ContextHandle) {
+    drop(Box::from_raw(context.cast::<MockContext>()));
+}
+
+unsafe extern "C" fn context_set_input_shape(
+    context: *mut ffi::ContextHandle,
+    name: *const c_char,
+    nb_dims: i32,
+    dims: *const i64,
+    error: *mut ErrorBuf,
+) -> c_int {
+    let context = &mut *context.cast::<MockContext>();
+    let engine = &*context.engine;
+    let name = CStr::from_ptr(name);
+    let dims = std::slice::from_raw_parts(dims, nb_dims as usize);
+    let declared = engine.tensors.iter().find(|(n, input, _)| n.as_c_str() == name && *input);
+    let fits = declared.is_some_and(|(_, _, d)| {
+        d.len() == dims.len()
+            && d.iter().zip(dims).all(|(&want, &got)| got > 0 && (want == -1 || want == got))
+    });
+    if !fits {
+        fail(
+            error,
+            &format!(
+                "input {} cannot take shape {dims:?}: outside the engine's profile",
+                name.to_string_lossy()
+            ),
+        );
+        return 1;
+    }
+    let shape: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
+    if !context.plans.contains_key(&shape) {
+        let compiled = (|| -> TractResult<_> {
+            let mut model = onnx::framework().model_for_proto_model(&engine.proto)?;
+            model.set_input_fact(0, f32::fact(&shape).into())?;
+            let typed = model.into_optimized()?;
+            let shapes = typed
+                .output_outlets()?
+                .iter()
+                .map(|&o| Ok(typed.outlet_fact(o)?.shape.as_concrete().unwrap().to_vec()))
+                .collect::<TractResult<Vec<_>>>()?;
+            Ok((typed.into_runnable()?, shapes))
+        })();
+        match compiled {
+            Ok(plan) => drop(context.plans.insert(shape.clone(), plan)),
+            Err(e) => {
+                fail(error, &format!("mock engine: {e}"));
+                return 1;
+            }
+        }
+    }
+    context.input_shape = Some(shape);
+    0
+}
+
+impl MockContext {
+    unsafe fn shape_of(&self, name: &CStr) -> Option<Vec<usize>> {
+        let input = self.input_shape.as_ref()?;
+        let engine = &*self.engine;
+        let (_, outputs) = &self.plans[input];
+        let mut output_index = 0;
+        for (n, is_input, _) in &engine.tensors {
+            if n.as_c_str() == name {
+                return Some(if *is_input { input.clone() } else { outputs[output_index].clone() });
+            }
+            output_index += !is_input as usize;
+        }
+        None
+    }
+}
+
+unsafe extern "C" fn context_tensor_shape(
+    context: *mut ffi::ContextHandle,
+    name: *const c_char,
+    nb_dims: *mut i32,
+    dims: *mut i64,
+    error: *mut ErrorBuf,
+) -> c_int {
+    let context = &*context.cast::<MockContext>();
+    let Some(shape) = context.shape_of(CStr::from_ptr(name)) else {
+        fail(error, "tensor has no shape: set every input's shape first");
+        return 1;
+    };
+    *nb_dims = shape.len() as i32;
+    for (i, d) in shape.iter().enumerate() {
+        *dims.add(i) = *d as i64;
+    }
+    0
+}
+
+unsafe extern "C" fn context_run(
+    context: *mut ffi::ContextHandle,
+    bindings: *const Binding,
+    count: i32,
+    timing: *mut Timing,
+    error: *mut ErrorBuf,
+) -> c_int {
+    let context = &*context.cast::<MockContext>();
+    let engine = &*context.engine;
+    let symbols = &(*engine.runtime).symbols;
+    let bindings = std::slice::from_raw_parts(bindings, count as usize);
+    if bindings.len() != engine.tensors.len() {
+        fail(error, "wrong number of buffers");
+        return 1;
+    }
+    // Device memory for every buffer, as the shim allocates it: lets tests run out of it.
+    let mut device = Vec::new();
+    for binding in bindings {
+        let mut pointer = std::ptr::null_mut();
+        let code = (symbols.cuda_malloc.unwrap())(&mut pointer, binding.bytes);
+        if code != 0 {
+            let text = CStr::from_ptr((symbols.cuda_get_error_string.unwrap())(code)).to_string_lossy();
+            let name = CStr::from_ptr(binding.name).to_string_lossy();
+            fail(error, &format!("cudaMalloc of {} bytes for {name} failed: {text}", binding.bytes));
+            return 1;
+        }
+        device.push(pointer);
+    }
+    let Some(shape) = context.input_shape.clone() else {
+        fail(error, "set every input's shape first");
+        return 1;
+    };
+    let input = &bindings[0];
+    let values = std::slice::from_raw_parts(input.host.cast::<f32>(), input.bytes / 4);
+    let started = Instant::now();
+    let (plan, _) = &context.plans[&shape];
+    let outputs = plan.run(tvec!(Tensor::from_shape(&shape, values).unwrap().into_tvalue())).unwrap();
+    let compute_ms = started.elapsed().as_secs_f32() * 1e3;
+    for (binding, value) in bindings[1..].iter().zip(outputs.iter()) {
+        let value = value.cast_to::<f32>().unwrap();
+        let view = value.to_plain_array_view::<f32>().unwrap();
+        let data: Vec<f32> = view.iter().copied().collect();
+        if binding.bytes != data.len() * 4 {
+            fail(error, "output buffer of the wrong size");
+            return 1;
+        }
+        std::ptr::copy_nonoverlapping(data.as_ptr(), binding.host.cast::<f32>(), data.len());
+    }
+    for pointer in device {
+        (symbols.cuda_free.unwrap())(pointer);
+    }
+    *timing = Timing { h2d_ms: 0.0, compute_ms, d2h_ms: 0.0, enqueue_ms: 0.0 };
+    0
+}
+
+unsafe extern "C" fn build(
+    runtime: *mut ffi::RuntimeHandle,
+    onnx: *const c_void,
+    bytes: usize,
+    options: *const BuildOptions,
+    plan: *mut Blob,
+    timing_cache: *mut Blob,
+    error: *mut ErrorBuf,
+) -> c_int {
+    let runtime = &*runtime.cast::<MockRuntime>();
+    let options = &*options;
+    let model = std::slice::from_raw_parts(onnx.cast::<u8>(), bytes);
+    if onnx::framework().proto_model_for_read(&mut &model[..]).is_err() {
+        fail(error, "the ONNX parser refused the model: not an ONNX protobuf");
+        return 1;
+    }
+    let stamp = Stamp {
+        tensorrt: runtime.version,
+        sm: runtime.sm.clone(),
+        fp16: options.fp16 != 0,
+        int8: options.int8 != 0,
+        io_f16: false,
+    };
+    *plan = leak(stamped(&stamp, model));
+    if !timing_cache.is_null() {
+        *timing_cache = leak(b"mock timing cache".to_vec());
+    }
+    0
+}
+
+fn leak(bytes: Vec<u8>) -> Blob {
+    let boxed = bytes.into_boxed_slice();
+    Blob { bytes: boxed.len(), data: Box::into_raw(boxed).cast() }
+}
+
+unsafe extern "C" fn blob_free(blob: *mut Blob) {
+    let blob = &mut *blob;
+    if !blob.data.is_null() {
+        drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(blob.data.cast::<u8>(), blob.bytes)));
+    }
+    *blob = Blob::empty();
+}
+
+pub static API: Api = Api {
+    runtime_create,
+    runtime_destroy,
+    runtime_version,
+    runtime_device,
+    engine_load,
+    engine_destroy,
+    engine_tensor_count,
+    engine_tensor,
+    context_create,
+    context_destroy,
+    context_set_input_shape,
+    context_tensor_shape,
+    context_run,
+    build,
+    blob_free,
+};
+
+// What tests plug into `Symbols`: TensorRT releases, GPUs, and device memory that works or not.
+pub unsafe extern "C" fn tensorrt_10_3() -> i32 {
+    100300
+}
+pub unsafe extern "C" fn tensorrt_8_6() -> i32 {
+    8602
+}
+pub unsafe extern "C" fn tensorrt_8_4() -> i32 {
+    8401
+}
+pub unsafe extern "C" fn orin(value: *mut c_int, attribute: c_int, _device: c_int) -> c_int {
+    *value = if attribute == 75 { 8 } else { 7 };
+    0
+}
+pub unsafe extern "C" fn xavier(value: *mut c_int, attribute: c_int, _device: c_int) -> c_int {
+    *value = if attribute == 75 { 7 } else { 2 };
+    0
+}
+pub unsafe extern "C" fn no_gpu(_value: *mut c_int, _attribute: c_int, _device: c_int) -> c_int {
+    100 // cudaErrorNoDevice
+}
+pub unsafe extern "C" fn malloc(pointer: *mut *mut c_void, _bytes: usize) -> c_int {
+    *pointer = std::ptr::NonNull::<u8>::dangling().as_ptr().cast(); // never dereferenced
+    0
+}
+pub unsafe extern "C" fn malloc_out_of_memory(_pointer: *mut *mut c_void, _bytes: usize) -> c_int {
+    2 // cudaErrorMemoryAllocation
+}
+unsafe extern "C" fn free(_pointer: *mut c_void) -> c_int {
+    0
+}
+unsafe extern "C" fn error_string(code: c_int) -> *const c_char {
+    let text: &CStr = match code {
+        2 => c"out of memory",
+        100 => c"no CUDA-capable device is detected",
+        _ => c"unknown error",
+    };
+    text.as_ptr()
+}
+
+type Version = unsafe extern "C" fn() -> i32;
+type Attribute = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int;
+type Malloc = unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int;
+
+/// Symbols of a machine with TensorRT `version` and a GPU answering `attribute`.
+pub fn symbols(version: Version, attribute: Attribute, malloc: Malloc) -> Symbols {
+    Symbols {
+        get_infer_lib_version: Some(version),
+        cuda_device_get_attribute: Some(attribute),
+        cuda_malloc: Some(malloc),
+        cuda_free: Some(free),
+        cuda_get_error_string: Some(error_string),
+        ..Symbols::default()
+    }
+}

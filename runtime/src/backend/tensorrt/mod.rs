@@ -1,0 +1,228 @@
+//! `--backend tensorrt`: serialized TensorRT engines, built from the model's ONNX on this machine
+//! (and cached: engines are specific to the TensorRT version and GPU) or loaded from `.engine` /
+//! `.plan` files. TensorRT is reached through edgert's own C API (`shim/edgert_trt.h`), compiled
+//! where TensorRT's headers exist, with libnvinfer and libcudart resolved at run time.
+
+pub mod cache;
+pub mod engine_file;
+mod ffi;
+mod handles;
+mod library;
+#[cfg(test)]
+mod mock;
+pub mod options;
+mod session;
+#[cfg(test)]
+mod tests;
+pub mod version;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use options::{configure, Precision, TrtOptions};
+
+use super::{Backend, PrepareOptions, Prepared};
+use crate::model::{inspect, Model};
+use crate::{Error, Result};
+use cache::{EngineCache, EngineInfo};
+use handles::Runtime;
+
+/// The symbols the shim calls, and the libraries they live in (kept open while in use).
+type Loaded = Result<(ffi::Symbols, Option<Arc<library::Libraries>>), String>;
+type Loader = fn() -> Loaded;
+
+pub struct TensorrtBackend {
+    /// The shim's functions; None when this binary was built without TensorRT's headers.
+    api: Option<&'static ffi::Api>,
+    load: Loader,
+    options: TrtOptions,
+}
+
+#[cfg(edgert_trt_shim)]
+const LINKED: Option<&'static ffi::Api> = Some(&ffi::LINKED);
+#[cfg(not(edgert_trt_shim))]
+const LINKED: Option<&'static ffi::Api> = None;
+
+const NO_SHIM: &str = "this binary was built with --features tensorrt but without TensorRT's headers, so \
+     its TensorRT shim is missing: rebuild where NvInfer.h is found (TENSORRT_INCLUDE_DIR and CUDA_INCLUDE_DIR, \
+     or JetPack's default folders)";
+
+fn load_libraries() -> Loaded {
+    let libraries = library::load()?;
+    Ok((libraries.symbols, Some(libraries)))
+}
+
+impl Default for TensorrtBackend {
+    /// The linked shim, the machine's libraries, and the command line's options.
+    fn default() -> Self {
+        TensorrtBackend { api: LINKED, load: load_libraries, options: options::configured() }
+    }
+}
+
+impl TensorrtBackend {
+    /// The linked shim and the machine's libraries, with these options rather than the command line's.
+    pub fn with_options(options: TrtOptions) -> TensorrtBackend {
+        TensorrtBackend { options, ..TensorrtBackend::default() }
+    }
+
+    /// TensorRT's runtime on this machine: shim, libraries, a supported version and a GPU.
+    fn runtime(&self) -> Result<Arc<Runtime>, String> {
+        let api = self.api.ok_or(NO_SHIM)?;
+        let (symbols, libraries) = (self.load)()?;
+        Runtime::open(api, &symbols, libraries).map(Arc::new)
+    }
+
+    fn unavailable(&self, reason: String) -> Error {
+        Error::BackendUnavailable { name: "tensorrt".into(), reason }
+    }
+
+    /// Prepares a serialized engine file (`trtexec --saveEngine`, Ultralytics `.engine`, or
+    /// `edgert build-engine`), refusing one built for another TensorRT or GPU with how to rebuild.
+    pub fn prepare_engine_file(&self, path: &Path) -> Result<Box<dyn Prepared>> {
+        let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
+        let refused = |reason: String| {
+            let fix =
+                "Engines only run on the TensorRT release and GPU they were built for: rebuild it on this \
+                       machine with `edgert build-engine`";
+            Error::input(path, format!("TensorRT cannot run this engine: {reason}. {fix}"))
+        };
+        if let Some(info) = cache::read_info(path)? {
+            if let Some(reason) = info.mismatch(&runtime.version.to_string(), &runtime.sm()) {
+                return Err(refused(reason));
+            }
+        }
+        let file = engine_file::read(path)?;
+        let engine = runtime.load(&file.plan, self.options.dla_core).map_err(refused)?;
+        session::TrtPrepared::checked(engine, path)
+    }
+
+    /// Builds a serialized engine from a model: what `prepare` and `edgert build-engine` do.
+    pub fn build(&self, model: &Model, batch: usize) -> Result<(Vec<u8>, EngineInfo)> {
+        let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
+        build_with(&runtime, model, batch, &self.options)
+    }
+}
+
+/// The precision asked for, else what the model's weights are.
+fn precision(model: &Model, options: &TrtOptions) -> Precision {
+    options.precision.unwrap_or_else(|| Precision::for_weights(inspect::precision(&model.proto)))
+}
+
+/// What an engine of `model` at `batch` would be built as, on this runtime.
+fn engine_info(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOptions) -> EngineInfo {
+    let precision = precision(model, options);
+    let shape: Vec<String> = model.input_shape(batch).iter().map(|d| d.to_string()).collect();
+    EngineInfo {
+        model_sha256: model.sha256.clone(),
+        tensorrt: runtime.version.to_string(),
+        sm: runtime.sm(),
+        dla_core: options.dla_core,
+        precision: precision.name().into(),
+        profile: shape.join("x"),
+    }
+}
+
+fn build_with(
+    runtime: &Runtime,
+    model: &Model,
+    batch: usize,
+    options: &TrtOptions,
+) -> Result<(Vec<u8>, EngineInfo)> {
+    let path = &model.onnx_path;
+    let info = engine_info(runtime, model, batch, options);
+    let precision = precision(model, options);
+    let onnx = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+    let timing_cache = match &options.timing_cache {
+        Some(file) if file.exists() => std::fs::read(file).map_err(|e| Error::read(file, e))?,
+        _ => Vec::new(),
+    };
+    // One profile, pinned to the batch asked for: a dynamic batch in the model becomes `batch`.
+    let shape: Vec<i64> = model.input_shape(batch).iter().map(|&d| d as i64).collect();
+    if shape.len() > ffi::MAX_DIMS {
+        return Err(Error::input(path, "the input has more than 8 dimensions, TensorRT's limit"));
+    }
+    let mut dims = [0i64; ffi::MAX_DIMS];
+    dims[..shape.len()].copy_from_slice(&shape);
+    let build_options = ffi::BuildOptions {
+        fp16: precision.fp16() as i32,
+        int8: precision.int8() as i32,
+        sparsity: options.sparsity as i32,
+        dla_core: options.dla_core.map_or(-1, |c| c as i32),
+        workspace_bytes: options.workspace_mb.map_or(0, |mb| (mb as i64).saturating_mul(1 << 20)),
+        timing_cache: timing_cache.as_ptr().cast(),
+        timing_cache_bytes: timing_cache.len(),
+        profile_nb_dims: shape.len() as i32,
+        profile_min: dims,
+        profile_opt: dims,
+        profile_max: dims,
+    };
+    let (plan, new_timing_cache) = runtime.build(&onnx, &build_options).map_err(|reason| {
+        Error::input(path, format!("TensorRT {} could not build an engine: {reason}", runtime.version))
+    })?;
+    if let Some(file) = &options.timing_cache {
+        if !new_timing_cache.is_empty() {
+            std::fs::write(file, &new_timing_cache)
+                .map_err(|e| Error::Write { path: file.clone(), reason: e.to_string() })?;
+        }
+    }
+    Ok((plan, info))
+}
+
+impl Backend for TensorrtBackend {
+    fn name(&self) -> &'static str {
+        "tensorrt"
+    }
+
+    fn check(&self) -> Result<(), String> {
+        self.runtime().map(|_| ())
+    }
+
+    fn version(&self) -> Option<String> {
+        self.runtime().ok().map(|r| format!("TensorRT {} (sm {})", r.version, r.sm()))
+    }
+
+    fn supports(&self, precision: &str) -> Result<(), String> {
+        match precision {
+            "fp32" | "fp16" | "int8-qdq" => Ok(()),
+            "fp8" => {
+                let runtime = self.runtime()?;
+                let sm = (runtime.device.sm_major, runtime.device.sm_minor);
+                if sm >= (8, 9) {
+                    Ok(())
+                } else {
+                    Err(format!(
+                        "FP8 needs a GPU of compute capability 8.9 or more; this one is {}",
+                        runtime.sm()
+                    ))
+                }
+            }
+            other => Err(format!("unknown precision '{other}'")),
+        }
+    }
+
+    /// The engine for this model, batch, precision and machine: from the engine cache, or built
+    /// now (minutes on a Jetson) and cached.
+    fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
+        let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
+        let trt = &self.options;
+        let info = engine_info(&runtime, model, options.batch, trt);
+        let cache = EngineCache { dir: trt.engine_cache.clone().unwrap_or_else(EngineCache::default_dir) };
+        let plan = match cache.load(&info)? {
+            Some(plan) => plan,
+            None => {
+                let (model_path, dir) = (model.onnx_path.display(), cache.dir.display());
+                eprintln!("edgert: building a TensorRT engine for {model_path} (cached in {dir})");
+                let (plan, info) = build_with(&runtime, model, options.batch, trt)?;
+                cache.store(&info, &plan)?;
+                plan
+            }
+        };
+        let engine = runtime.load(&plan, trt.dla_core).map_err(|reason| {
+            Error::input(
+                &cache.path(&info),
+                format!("TensorRT cannot load this cached engine: {reason}; delete it to rebuild"),
+            )
+        })?;
+        session::TrtPrepared::checked(engine, &model.onnx_path)
+    }
+}

@@ -1,0 +1,148 @@
+//! A loaded engine as a `Prepared` plan, and one execution context per `Session`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::ffi;
+use super::handles::{Buffer, Context, Engine};
+use crate::backend::{DeviceTiming, Prepared, Session};
+use crate::tensor::{HostTensor, TensorSpec};
+use crate::{Error, Result};
+
+pub struct TrtPrepared {
+    engine: Arc<Engine>,
+    inputs: Vec<TensorSpec>,
+    outputs: Vec<TensorSpec>,
+    path: PathBuf,
+}
+
+fn spec(tensor: &super::handles::EngineTensor) -> TensorSpec {
+    TensorSpec {
+        name: tensor.name.clone(),
+        shape: tensor.dims.iter().map(|&d| usize::try_from(d).ok()).collect(),
+        dtype: ffi::dtype_name(tensor.dtype).into(),
+    }
+}
+
+impl TrtPrepared {
+    /// Checks that edgert can feed the engine: one input, f32 tensors (what `HostTensor` holds).
+    pub fn checked(engine: Engine, path: &Path) -> Result<Box<dyn Prepared>> {
+        let refuse = |reason: String| Error::input(path, reason);
+        let inputs: Vec<TensorSpec> = engine.tensors.iter().filter(|t| t.is_input).map(spec).collect();
+        let outputs: Vec<TensorSpec> = engine.tensors.iter().filter(|t| !t.is_input).map(spec).collect();
+        if inputs.len() != 1 {
+            return Err(refuse(format!(
+                "the engine has {} inputs; edgert feeds engines with one",
+                inputs.len()
+            )));
+        }
+        if let Some(other) = inputs.iter().chain(&outputs).find(|t| t.dtype != "f32") {
+            return Err(refuse(format!(
+                "tensor '{}' is {}; edgert exchanges f32 tensors with engines for now (build the engine with \
+                 FP32 inputs and outputs: the default of `edgert build-engine` and of trtexec)",
+                other.name, other.dtype
+            )));
+        }
+        Ok(Box::new(TrtPrepared { engine: Arc::new(engine), inputs, outputs, path: path.to_owned() }))
+    }
+}
+
+impl Prepared for TrtPrepared {
+    fn inputs(&self) -> &[TensorSpec] {
+        &self.inputs
+    }
+
+    fn outputs(&self) -> &[TensorSpec] {
+        &self.outputs
+    }
+
+    fn spawn(&self) -> Result<Box<dyn Session>> {
+        let context = self.engine.context().map_err(|reason| self.failed(reason))?;
+        Ok(Box::new(TrtSession {
+            context,
+            path: self.path.clone(),
+            shape: Vec::new(),
+            outputs: Vec::new(),
+            last: None,
+        }))
+    }
+}
+
+impl TrtPrepared {
+    fn failed(&self, reason: String) -> Error {
+        Error::Inference { path: self.path.clone(), reason }
+    }
+}
+
+struct TrtSession {
+    context: Context,
+    path: PathBuf,
+    /// The input shape last set on the context, and the output shapes it gave.
+    shape: Vec<usize>,
+    outputs: Vec<Vec<usize>>,
+    last: Option<DeviceTiming>,
+}
+
+fn bytes(values: &[f32]) -> &[u8] {
+    // SAFETY: any f32 is four plain bytes.
+    unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
+}
+
+fn bytes_mut(values: &mut [f32]) -> &mut [u8] {
+    // SAFETY: as above, and any four bytes are some f32.
+    unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), std::mem::size_of_val(values)) }
+}
+
+impl TrtSession {
+    fn set_shape(&mut self, shape: &[usize]) -> Result<(), String> {
+        let tensors = self.context.engine().tensors.clone();
+        let input = tensors.iter().position(|t| t.is_input).expect("TrtPrepared checked one input");
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        self.context.set_input_shape(input, &dims)?;
+        let mut outputs = Vec::new();
+        for (index, _) in tensors.iter().enumerate().filter(|(_, t)| !t.is_input) {
+            let dims = self.context.shape(index)?;
+            outputs.push(dims.iter().map(|&d| d.max(0) as usize).collect());
+        }
+        self.shape = shape.to_vec();
+        self.outputs = outputs;
+        Ok(())
+    }
+}
+
+impl Session for TrtSession {
+    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>> {
+        if input.shape != self.shape {
+            self.set_shape(&input.shape)
+                .map_err(|reason| Error::Inference { path: self.path.clone(), reason })?;
+        }
+        let mut outputs: Vec<HostTensor> =
+            self.outputs.iter().map(|shape| HostTensor::zeros(shape)).collect();
+        let mut next_output = outputs.iter_mut();
+        let mut buffers: Vec<Buffer> = self
+            .context
+            .engine()
+            .tensors
+            .iter()
+            .map(|t| match t.is_input {
+                true => Buffer::In(bytes(&input.data)),
+                false => Buffer::Out(bytes_mut(&mut next_output.next().expect("one per output").data)),
+            })
+            .collect();
+        let timing = self
+            .context
+            .run(&mut buffers)
+            .map_err(|r| Error::Inference { path: self.path.clone(), reason: r })?;
+        self.last = Some(DeviceTiming {
+            h2d_ms: timing.h2d_ms as f64,
+            compute_ms: timing.compute_ms as f64,
+            d2h_ms: timing.d2h_ms as f64,
+            enqueue_ms: timing.enqueue_ms as f64,
+        });
+        Ok(outputs)
+    }
+
+    fn device_timing(&self) -> Option<DeviceTiming> {
+        self.last
+    }
+}

@@ -1,0 +1,27 @@
+/* Sizes and offsets of edgert_trt.h's structs as the C compiler lays them out, for the test that
+ * checks `ffi.rs` mirrors them. Needs no TensorRT header, so it is built wherever the feature is. */
+#include "edgert_trt.h"
+
+size_t edgert_trt_layout(size_t* out, size_t capacity) {
+    const size_t values[] = {
+        sizeof(edgert_trt_symbols),
+        offsetof(edgert_trt_symbols, create_onnx_parser),
+        offsetof(edgert_trt_symbols, cuda_get_error_string),
+        sizeof(edgert_trt_error),
+        sizeof(edgert_trt_tensor),
+        offsetof(edgert_trt_tensor, dims),
+        sizeof(edgert_trt_device),
+        sizeof(edgert_trt_binding),
+        sizeof(edgert_trt_timing),
+        sizeof(edgert_trt_build_options),
+        offsetof(edgert_trt_build_options, timing_cache),
+        offsetof(edgert_trt_build_options, profile_nb_dims),
+        offsetof(edgert_trt_build_options, profile_max),
+        sizeof(edgert_trt_blob),
+    };
+    size_t count = sizeof(values) / sizeof(values[0]);
+    for (size_t i = 0; i < count && i < capacity; ++i) {
+        out[i] = values[i];
+    }
+    return count;
+}

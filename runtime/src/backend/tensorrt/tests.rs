@@ -1,0 +1,224 @@
+//! The backend against the mock shim: building, caching, loading and running engines, and every
+//! error path a machine without TensorRT can produce.
+
+use std::path::{Path, PathBuf};
+
+use super::{cache, mock, Loaded, Precision, TensorrtBackend, TrtOptions};
+use crate::backend::{cpu::CpuBackend, Backend, PrepareOptions};
+use crate::model::{BareModelOptions, Model};
+use crate::tensor::HostTensor;
+use crate::Error;
+
+fn orin_trt10() -> Loaded {
+    Ok((mock::symbols(mock::tensorrt_10_3, mock::orin, mock::malloc), None))
+}
+fn xavier_trt10() -> Loaded {
+    Ok((mock::symbols(mock::tensorrt_10_3, mock::xavier, mock::malloc), None))
+}
+fn orin_trt8() -> Loaded {
+    Ok((mock::symbols(mock::tensorrt_8_6, mock::orin, mock::malloc), None))
+}
+fn orin_trt84() -> Loaded {
+    Ok((mock::symbols(mock::tensorrt_8_4, mock::orin, mock::malloc), None))
+}
+fn no_gpu() -> Loaded {
+    Ok((mock::symbols(mock::tensorrt_10_3, mock::no_gpu, mock::malloc), None))
+}
+fn out_of_memory() -> Loaded {
+    Ok((mock::symbols(mock::tensorrt_10_3, mock::orin, mock::malloc_out_of_memory), None))
+}
+
+fn backend(load: super::Loader, cache: &Path) -> TensorrtBackend {
+    let options = TrtOptions { engine_cache: Some(cache.to_owned()), ..TrtOptions::default() };
+    TensorrtBackend { api: Some(&mock::API), load, options }
+}
+
+fn model(name: &str) -> Model {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models").join(name);
+    Model::load(&path, &BareModelOptions::default()).unwrap()
+}
+
+fn digits(batch: usize) -> HostTensor {
+    let data = (0..batch * 64).map(|i| ((i * 7) % 17) as f32).collect();
+    HostTensor::new(vec![batch, 1, 8, 8], data)
+}
+
+fn engines_in(dir: &Path) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "engine")).collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+#[test]
+fn an_onnx_model_is_built_once_cached_and_agrees_with_the_cpu_backend() {
+    let dir = tempfile::tempdir().unwrap();
+    let trt = backend(orin_trt10, dir.path());
+    let model = model("digits_mlp_nchw.toml");
+    for batch in [1, 4] {
+        let options = PrepareOptions { batch, threads: 1 };
+        let prepared = trt.prepare(&model, &options).unwrap();
+        assert_eq!(prepared.inputs()[0].name, model.manifest.input.name);
+        let mut session = prepared.spawn().unwrap();
+        let outputs = session.run(&digits(batch)).unwrap();
+        let expected =
+            CpuBackend.prepare(&model, &options).unwrap().spawn().unwrap().run(&digits(batch)).unwrap();
+        assert_eq!(outputs.len(), expected.len());
+        for (got, want) in outputs.iter().zip(&expected) {
+            assert_eq!(got.shape, want.shape);
+            let worst = got.data.iter().zip(&want.data).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+            assert!(worst < 1e-5, "batch {batch}: differs by {worst}");
+        }
+        let timing = session.device_timing().expect("a GPU backend reports its stages");
+        assert!(timing.compute_ms > 0.0, "{timing:?}");
+    }
+    // One engine per batch size, each with its sidecar; preparing again builds nothing new.
+    let engines = engines_in(dir.path());
+    assert_eq!(engines.len(), 2, "{engines:?}");
+    let modified = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
+    let before: Vec<_> = engines.iter().map(|p| modified(p)).collect();
+    trt.prepare(&model, &PrepareOptions { batch: 4, threads: 1 }).unwrap();
+    assert_eq!(engines_in(dir.path()).iter().map(|p| modified(p)).collect::<Vec<_>>(), before);
+    let info = cache::read_info(&engines[0]).unwrap().unwrap();
+    assert_eq!(
+        (info.tensorrt.as_str(), info.sm.as_str(), info.precision.as_str()),
+        ("10.3.0", "8.7", "fp32")
+    );
+    assert_eq!(info.model_sha256, model.sha256);
+}
+
+#[test]
+fn a_qdq_model_builds_in_int8_unless_told_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model("digits_mlp_int8_qdq.toml");
+    let (_, info) = backend(orin_trt10, dir.path()).build(&model, 1).unwrap();
+    assert_eq!(info.precision, "int8");
+    let mut fp16 = backend(orin_trt10, dir.path());
+    fp16.options.precision = Some(Precision::Fp16);
+    assert_eq!(fp16.build(&model, 1).unwrap().1.precision, "fp16");
+}
+
+#[test]
+fn the_timing_cache_is_read_and_written_around_a_build() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut trt = backend(orin_trt10, dir.path());
+    let timing_cache = dir.path().join("timing.cache");
+    trt.options.timing_cache = Some(timing_cache.clone());
+    trt.build(&model("digits_mlp_nchw.toml"), 1).unwrap();
+    assert_eq!(std::fs::read(&timing_cache).unwrap(), b"mock timing cache");
+}
+
+fn write_engine(dir: &Path, plan: &[u8], info: Option<&cache::EngineInfo>) -> PathBuf {
+    let path = dir.join("model.engine");
+    std::fs::write(&path, plan).unwrap();
+    if let Some(info) = info {
+        std::fs::write(cache::sidecar_path(&path), serde_json::to_vec(info).unwrap()).unwrap();
+    }
+    path
+}
+
+fn digits_onnx() -> Vec<u8> {
+    std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/digits_mlp_nchw.onnx")).unwrap()
+}
+
+#[test]
+fn an_engine_file_runs_bare_or_behind_an_ultralytics_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let trt = backend(orin_trt10, dir.path());
+    let plan = mock::plan(&digits_onnx(), 100300, "8.7", false);
+    let json = br#"{"description": "digits", "imgsz": [8, 8], "batch": 1}"#;
+    let mut ultralytics = (json.len() as u32).to_le_bytes().to_vec();
+    ultralytics.extend_from_slice(json);
+    ultralytics.extend_from_slice(&plan);
+    for bytes in [plan, ultralytics] {
+        let path = write_engine(dir.path(), &bytes, None);
+        let prepared = trt.prepare_engine_file(&path).unwrap();
+        let outputs = prepared.spawn().unwrap().run(&digits(1)).unwrap();
+        assert_eq!(outputs[0].shape, vec![1, 10]);
+    }
+}
+
+#[test]
+fn an_engine_from_another_tensorrt_or_gpu_is_refused_with_how_to_rebuild() {
+    let dir = tempfile::tempdir().unwrap();
+    let onnx = digits_onnx();
+    let cases: [(super::Loader, i32, &str, &str); 2] = [
+        (orin_trt10, 8602, "8.7", "expecting library version 10.3.0 got 8.6.2"),
+        (xavier_trt10, 100300, "8.7", "expecting compute 7.2 got compute 8.7"),
+    ];
+    for (load, built_by, built_for, says) in cases {
+        let path = write_engine(dir.path(), &mock::plan(&onnx, built_by, built_for, false), None);
+        let error = backend(load, dir.path()).prepare_engine_file(&path).err().unwrap();
+        let message = error.to_string();
+        assert!(message.contains("model.engine") && message.contains(says), "{message}");
+        assert!(message.contains("rebuild it on this machine with `edgert build-engine`"), "{message}");
+        assert_eq!(error.exit_code(), 2);
+    }
+    // With edgert's sidecar the mismatch is found before TensorRT is asked.
+    let info = cache::EngineInfo {
+        model_sha256: "00".repeat(32),
+        tensorrt: "8.6.2".into(),
+        sm: "8.7".into(),
+        dla_core: None,
+        precision: "fp16".into(),
+        profile: "1x1x8x8".into(),
+    };
+    let path = write_engine(dir.path(), b"not even a plan", Some(&info));
+    let message = backend(orin_trt10, dir.path()).prepare_engine_file(&path).err().unwrap().to_string();
+    assert!(message.contains("built by TensorRT 8.6.2 and this is TensorRT 10.3.0"), "{message}");
+}
+
+#[test]
+fn a_file_that_is_no_engine_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_engine(dir.path(), b"certainly not a TensorRT plan", None);
+    let message = backend(orin_trt10, dir.path()).prepare_engine_file(&path).err().unwrap().to_string();
+    assert!(message.contains("model.engine") && message.contains("not a TensorRT engine"), "{message}");
+}
+
+#[test]
+fn an_engine_with_f16_inputs_is_refused_until_edgert_feeds_f16() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", true), None);
+    let message = backend(orin_trt10, dir.path()).prepare_engine_file(&path).err().unwrap().to_string();
+    assert!(message.contains("is f16") && message.contains("FP32 inputs and outputs"), "{message}");
+}
+
+#[test]
+fn out_of_device_memory_is_an_inference_error_naming_the_tensor() {
+    let dir = tempfile::tempdir().unwrap();
+    let prepared = backend(out_of_memory, dir.path())
+        .prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions::default())
+        .unwrap();
+    let error = prepared.spawn().unwrap().run(&digits(1)).err().unwrap();
+    let message = error.to_string();
+    assert!(message.contains("cudaMalloc of 256 bytes for input failed: out of memory"), "{message}");
+    assert!(matches!(error, Error::Inference { .. }));
+}
+
+#[test]
+fn a_machine_that_cannot_run_tensorrt_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(super::Loader, &str); 2] =
+        [(no_gpu, "no CUDA-capable device is detected"), (orin_trt84, "TensorRT 8.4.1 is too old")];
+    for (load, says) in cases {
+        let trt = backend(load, dir.path());
+        let reason = trt.check().unwrap_err();
+        assert!(reason.contains(says), "{reason}");
+        let error = trt.prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions::default()).err().unwrap();
+        assert!(error.to_string().contains(says) && error.exit_code() == 1, "{error}");
+    }
+    let no_shim = TensorrtBackend { api: None, ..backend(orin_trt10, dir.path()) };
+    assert!(no_shim.check().unwrap_err().contains("without TensorRT's headers"));
+}
+
+#[test]
+fn fp8_is_refused_on_a_gpu_below_compute_8_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let reason = backend(orin_trt10, dir.path()).supports("fp8").unwrap_err();
+    assert!(reason.contains("8.9") && reason.contains("8.7"), "{reason}");
+    assert!(backend(orin_trt8, dir.path()).supports("int8-qdq").is_ok());
+}

@@ -1,0 +1,90 @@
+//! `edgert build-engine`: a serialized TensorRT engine from an ONNX model, built on this machine
+//! (engines only run on the TensorRT release and GPU they were built for), with a sidecar saying
+//! what it was built from and for.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+
+#[derive(Args)]
+pub struct BuildEngineArgs {
+    /// Model manifest (.toml) or ONNX file.
+    #[arg(long, value_name = "M")]
+    onnx: PathBuf,
+    /// Engine precision (default: the model's own, INT8 for Q/DQ models).
+    #[arg(long, value_enum, value_name = "P")]
+    #[cfg(feature = "tensorrt")]
+    precision: Option<crate::backend::tensorrt::Precision>,
+    /// Folder of calibration images for calibrator-based INT8 (not supported: use a Q/DQ model).
+    #[arg(long, value_name = "DIR")]
+    calib: Option<PathBuf>,
+    /// Build for this DLA core, falling back to the GPU per layer.
+    #[arg(long, value_name = "N")]
+    dla: Option<u32>,
+    /// Allow 2:4 structured-sparse kernels.
+    #[arg(long)]
+    sparsity: bool,
+    /// Builder workspace limit.
+    #[arg(long, value_name = "MB")]
+    workspace: Option<u64>,
+    /// Timing cache read before and written after the build: later builds go faster.
+    #[arg(long, value_name = "FILE")]
+    timing_cache: Option<PathBuf>,
+    /// Batch size the engine takes.
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// Where to write the engine (its description goes beside it, as OUT.json).
+    #[arg(long, value_name = "E")]
+    out: PathBuf,
+}
+
+#[cfg(not(feature = "tensorrt"))]
+pub fn main(_args: BuildEngineArgs) -> anyhow::Result<ExitCode> {
+    Err(crate::Error::BackendUnavailable {
+        name: "tensorrt".into(),
+        reason: "not compiled into this binary (build with --features tensorrt)".into(),
+    }
+    .into())
+}
+
+#[cfg(feature = "tensorrt")]
+pub fn main(args: BuildEngineArgs) -> anyhow::Result<ExitCode> {
+    use crate::backend::tensorrt::{cache, TensorrtBackend, TrtOptions};
+    use crate::Error;
+
+    if args.calib.is_some() {
+        return Err(Error::Usage(
+            "--calib: calibrator-based INT8 is not supported (TensorRT 10.1 deprecated it and 11 removed it); \
+             quantize the model with Q/DQ nodes, which every TensorRT release builds in INT8"
+                .into(),
+        )
+        .into());
+    }
+    if args.batch == 0 {
+        return Err(Error::Usage("--batch must be at least 1".into()).into());
+    }
+    let model = super::load_model(&args.onnx)?;
+    let options = TrtOptions {
+        precision: args.precision,
+        dla_core: args.dla,
+        workspace_mb: args.workspace,
+        sparsity: args.sparsity,
+        engine_cache: None,
+        timing_cache: args.timing_cache.clone(),
+    };
+    let started = std::time::Instant::now();
+    let (plan, info) = TensorrtBackend::with_options(options).build(&model, args.batch)?;
+    cache::write(&args.out, &plan, &info)?;
+    super::emit(&format!(
+        "{}: {} bytes, TensorRT {}, compute {}, {}, input {}, built in {:.1} s",
+        args.out.display(),
+        plan.len(),
+        info.tensorrt,
+        info.sm,
+        info.precision,
+        info.profile,
+        started.elapsed().as_secs_f64()
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
