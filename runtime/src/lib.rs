@@ -7,6 +7,8 @@ pub mod backend;
 pub mod bench;
 pub mod capture;
 pub mod cli;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 pub mod error;
 pub mod metrics;
 pub mod model;
@@ -17,6 +19,7 @@ pub mod report;
 pub mod stream;
 pub mod tensor;
 pub mod tune;
+pub mod user_cache;
 pub mod validate;
 
 pub use error::{Error, Result};

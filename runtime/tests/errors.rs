@@ -179,8 +179,12 @@ fn unknown_backend() {
 
 #[test]
 fn gpu_backends_absent_from_this_build_are_runtime_failures_with_the_fix() {
-    // With the tensorrt feature, `gpu` says why TensorRT is not usable instead.
-    let fix = if cfg!(feature = "tensorrt") { "tensorrt: " } else { "--features cuda" };
+    // With a GPU backend compiled in, `gpu` says why it is not usable instead.
+    let fix = match (cfg!(feature = "cuda-backend"), cfg!(feature = "tensorrt")) {
+        (true, _) => "cuda: libcuda (the NVIDIA driver) not found",
+        (false, true) => "tensorrt: ",
+        (false, false) => "--features cuda",
+    };
     fails(
         &["bench", "--backend", "gpu", "--model", s(&model("digits_mlp_nchw.toml"))],
         1,
@@ -261,5 +265,25 @@ fn unwritable_report_is_a_runtime_failure() {
         ],
         1,
         &["/nonexistent-dir/r.json", "cannot write"],
+    );
+}
+
+/// Without an NVIDIA driver, `--backend cuda` names the missing library and the fix.
+#[cfg(feature = "cuda-backend")]
+#[test]
+fn cuda_on_a_machine_without_a_driver_names_libcuda() {
+    let digits = model("digits_mlp_nchw.toml");
+    let out = edgert(&["bench", "--backend", "cuda", "--model", s(&digits)]);
+    if out.status.success() {
+        return eprintln!("skipped: this machine has an NVIDIA GPU");
+    }
+    fails(
+        &["bench", "--backend", "cuda", "--model", s(&digits)],
+        1,
+        &[
+            "backend 'cuda' is not usable here: libcuda (the NVIDIA driver) not found",
+            "libcuda.so.1",
+            "install the NVIDIA driver",
+        ],
     );
 }

@@ -2,10 +2,13 @@
 //! (per thread: buffers and state). `registry` lists them in priority order.
 
 pub mod cpu;
+#[cfg(feature = "cuda-backend")]
+pub mod cuda;
 #[cfg(feature = "ort")]
 pub mod ort;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
+mod tract_model;
 
 use crate::model::Model;
 use crate::tensor::{HostTensor, TensorSpec};
@@ -70,6 +73,8 @@ pub fn registry() -> Vec<Box<dyn Backend>> {
     vec![
         #[cfg(feature = "tensorrt")]
         Box::new(tensorrt::TensorrtBackend::default()),
+        #[cfg(feature = "cuda-backend")]
+        Box::new(cuda::CudaBackend),
         Box::new(cpu::CpuBackend),
         #[cfg(feature = "ort")]
         Box::new(ort::OrtBackend),
@@ -78,7 +83,8 @@ pub fn registry() -> Vec<Box<dyn Backend>> {
 
 /// Backends edgert knows of but that this binary was built without, with the feature to enable.
 pub const NOT_COMPILED: &[(&str, &str)] = &[
-    ("cuda", "cuda"),
+    #[cfg(not(feature = "cuda-backend"))]
+    ("cuda", "cuda-12060 (or the CUDA version of the target)"),
     #[cfg(not(feature = "tensorrt"))]
     ("tensorrt", "tensorrt"),
     #[cfg(not(feature = "ort"))]
@@ -116,7 +122,8 @@ pub fn select(name: &str) -> Result<Selected> {
             return Ok(Selected { backend: backends.swap_remove(i), requested, fallback: None });
         }
         let why = if reasons.is_empty() {
-            "no GPU backend is compiled into this binary (build with --features cuda or tensorrt)".to_string()
+            "no GPU backend is compiled into this binary (build with --features cuda-12060 or tensorrt)"
+                .to_string()
         } else {
             reasons.join("; ")
         };

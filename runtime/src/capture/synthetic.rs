@@ -15,3 +15,17 @@ pub fn frame() -> DynamicImage {
 pub fn tensor(len: usize) -> Vec<f32> {
     (0..len).map(|i| ((i * 7919) % 1000) as f32 / 1000.0).collect()
 }
+
+/// `len` pseudo-random bytes from `seed` (xorshift): raw frames of any pixel format whose every
+/// byte differs, for tests and benchmarks that compare two implementations on the same frame.
+pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut state = seed | 1;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}

@@ -81,18 +81,18 @@ pub(super) fn linear_tap(resized_index: i64, resized: usize, source: usize) -> T
 /// The precomputed pass for one frame size and one model input.
 #[derive(Debug, Clone)]
 pub struct FusedPreprocess {
-    width: usize,
-    height: usize,
-    channels: ChannelOrder,
-    layout: Layout,
+    pub(super) width: usize,
+    pub(super) height: usize,
+    pub(super) channels: ChannelOrder,
+    pub(super) layout: Layout,
     /// `value = pixel * gain[c] + bias[c]`: scale, mean and std folded together, in model order.
-    gain: [f32; 3],
-    bias: [f32; 3],
+    pub(super) gain: [f32; 3],
+    pub(super) bias: [f32; 3],
     /// The letterbox border, 0..255.
-    pad: f32,
+    pub(super) pad: f32,
     source: (usize, usize),
-    columns: Vec<Tap>,
-    rows: Vec<Tap>,
+    pub(super) columns: Vec<Tap>,
+    pub(super) rows: Vec<Tap>,
     /// Whether some columns lie in a letterbox border (left and right).
     padded_columns: bool,
     geometry: Geometry,
@@ -149,17 +149,28 @@ impl FusedPreprocess {
         self.width * self.height * self.channels.channels()
     }
 
-    /// Fills `out` (`item_len` values) from `frame`, which must have the planned size.
-    pub fn run(&self, frame: &Frame, out: &mut [f32]) -> Result<Geometry, String> {
+    /// Whether `frame` has the planned size and the output `out_len` values.
+    pub(super) fn check(&self, frame: &Frame, out_len: usize) -> Result<(), String> {
         if (frame.width, frame.height) != self.source {
             return Err(format!(
                 "frame is {}x{}, the pass was planned for {}x{}",
                 frame.width, frame.height, self.source.0, self.source.1
             ));
         }
-        if out.len() != self.item_len() {
-            return Err(format!("output has {} values, the input needs {}", out.len(), self.item_len()));
+        if out_len != self.item_len() {
+            return Err(format!("output has {out_len} values, the input needs {}", self.item_len()));
         }
+        Ok(())
+    }
+
+    /// The geometry every frame of the planned size gets.
+    pub fn geometry(&self) -> Geometry {
+        self.geometry
+    }
+
+    /// Fills `out` (`item_len` values) from `frame`, which must have the planned size.
+    pub fn run(&self, frame: &Frame, out: &mut [f32]) -> Result<Geometry, String> {
+        self.check(frame, out.len())?;
         let (w, s, d) = (frame.width, frame.stride, frame.data);
         // Per format: a source row's pixels, as three bytes each (RGB, or Y U V). Rows are split
         // into whole pixels (or YUYV pairs) so that a pixel costs one bounds check.

@@ -47,10 +47,7 @@ proptest! {
         let format = FORMATS[format];
         let (w, h) = (half_w * 2, half_h * 2);
         let stride = format.min_stride(w) + padding;
-        let mut state = seed | 1;
-        let data: Vec<u8> = (0..format.frame_bytes(stride, h))
-            .map(|_| { state ^= state << 13; state ^= state >> 7; state ^= state << 17; state as u8 })
-            .collect();
+        let data = crate::capture::synthetic::noise(format.frame_bytes(stride, h), seed);
         let frame = Frame::new(format, w, h, stride, &data).unwrap();
         let fused = FusedPreprocess::new(&spec, out_w, out_h, layout, w, h).unwrap();
         let mut got = vec![f32::NAN; fused.item_len()];

@@ -4,6 +4,8 @@
 
 pub mod frame;
 pub mod fused;
+#[cfg(feature = "cuda")]
+pub mod gpu;
 pub mod mjpeg;
 pub mod reference;
 

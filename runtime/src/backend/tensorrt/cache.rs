@@ -97,11 +97,7 @@ pub struct EngineCache {
 impl EngineCache {
     /// `EDGERT_ENGINE_CACHE`, else `$XDG_CACHE_HOME/edgert/engines`, else `~/.cache/edgert/engines`.
     pub fn default_dir() -> PathBuf {
-        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-        var("EDGERT_ENGINE_CACHE")
-            .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("edgert/engines")))
-            .or_else(|| var("HOME").map(|d| d.join(".cache/edgert/engines")))
-            .unwrap_or_else(|| PathBuf::from(".edgert-engines"))
+        crate::user_cache::dir("EDGERT_ENGINE_CACHE", "engines")
     }
 
     pub fn path(&self, info: &EngineInfo) -> PathBuf {

@@ -1,0 +1,105 @@
+//! Opening the GPU: libcuda present, a driver at least as new as the CUDA API this binary is built
+//! for (an older one would be missing symbols cudarc panics on), then device `ordinal`.
+
+use std::sync::Arc;
+
+use cudarc::driver::{sys, CudaContext};
+
+use super::{driver_error, version_text, GpuError, BUILT_FOR};
+
+/// Whether a library cudarc would load can be opened, by the names cudarc tries.
+pub(crate) fn check_library(name: &str, library: &str, fix: &str) -> Result<(), GpuError> {
+    let candidates = cudarc::get_lib_name_candidates(name);
+    // SAFETY: opening runs the library's initialisers; these are NVIDIA's own libraries.
+    if candidates.iter().any(|c| unsafe { libloading::Library::new(c) }.is_ok()) {
+        return Ok(());
+    }
+    // cudarc also tries Windows-style spellings; name the Linux ones.
+    let mut linux: Vec<&str> =
+        candidates.iter().map(String::as_str).filter(|c| c.starts_with(&format!("lib{name}.so"))).collect();
+    linux.dedup();
+    let tried = format!("{} and {} other spellings", linux.join(", "), candidates.len() - linux.len());
+    Err(GpuError::MissingLibrary { library: library.into(), tried, fix: fix.into() })
+}
+
+/// The driver's CUDA version, `12060` for 12.6.
+pub fn driver_version() -> Result<i32, GpuError> {
+    check_library(
+        "cuda",
+        "libcuda (the NVIDIA driver)",
+        "install the NVIDIA driver (JetPack has it) or run on a machine with an NVIDIA GPU",
+    )?;
+    let mut version = 0;
+    // SAFETY: cuDriverGetVersion exists in every driver and only writes `version`.
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(|e| driver_error("cuDriverGetVersion", e))?;
+    Ok(version)
+}
+
+/// Device `ordinal`'s primary context, after every check.
+pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, GpuError> {
+    let driver = driver_version()?;
+    if driver < BUILT_FOR {
+        return Err(GpuError::DriverTooOld {
+            driver: version_text(driver),
+            built: version_text(BUILT_FOR),
+            built_code: BUILT_FOR,
+        });
+    }
+    CudaContext::new(ordinal).map_err(|e| match e.0 {
+        sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => GpuError::NoDevice(String::new()),
+        sys::cudaError_enum::CUDA_ERROR_INVALID_DEVICE => GpuError::NoDevice(format!(" numbered {ordinal}")),
+        _ => driver_error(&format!("opening GPU {ordinal}"), e),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn without_a_driver_the_error_names_libcuda_the_names_tried_and_the_fix() {
+        let error = match open(0) {
+            Ok(_) => return eprintln!("skipped: this machine has an NVIDIA driver and GPU"),
+            Err(e) => e,
+        };
+        let message = error.to_string();
+        match error {
+            GpuError::MissingLibrary { .. } => {
+                assert!(message.starts_with("libcuda (the NVIDIA driver) not found"), "{message}");
+                assert!(message.contains("libcuda.so.1") && message.contains("LD_LIBRARY_PATH"), "{message}");
+                assert!(message.contains("install the NVIDIA driver"), "{message}");
+            }
+            // A driver without a GPU (a container with the library mounted) is also no GPU.
+            other => {
+                assert!(matches!(other, GpuError::NoDevice(_) | GpuError::DriverTooOld { .. }), "{message}")
+            }
+        }
+    }
+
+    #[test]
+    fn an_old_driver_is_refused_with_both_versions_and_the_fix() {
+        let message = GpuError::DriverTooOld {
+            driver: version_text(11040),
+            built: version_text(12060),
+            built_code: 12060,
+        }
+        .to_string();
+        assert!(message
+            .contains("supports CUDA 11.4 but this edgert is built for CUDA 12.6 (feature cuda-12060)"));
+        assert!(message.contains("update the driver"), "{message}");
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn the_gpu_opens() {
+        let context = open(0).unwrap();
+        let (major, minor) = context.compute_capability().unwrap();
+        eprintln!(
+            "{} (sm {major}.{minor}), driver CUDA {}",
+            context.name().unwrap(),
+            version_text(driver_version().unwrap())
+        );
+    }
+}
