@@ -35,6 +35,14 @@ pub struct Pipeline {
 
 impl Pipeline {
     pub fn open(model: Model, selected: Selected, options: PrepareOptions) -> Result<Pipeline> {
+        if model.is_engine() && selected.backend.name() != "tensorrt" {
+            let reason = format!(
+                "{} is a TensorRT engine: run it with --backend tensorrt, not {}",
+                model.onnx_path.display(),
+                selected.backend.name()
+            );
+            return Err(Error::input(model.source_path(), reason));
+        }
         let prepared = selected.backend.prepare(&model, &options)?;
         let session = prepared.spawn()?;
         // Kept as the reason, so a non-image model fails only when given an image.

@@ -287,3 +287,42 @@ fn cuda_on_a_machine_without_a_driver_names_libcuda() {
         ],
     );
 }
+
+/// A manifest naming a TensorRT engine (here a stand-in file: nothing below loads it).
+fn engine_manifest(dir: &Path) -> PathBuf {
+    let engine = dir.join("digits.engine");
+    std::fs::write(&engine, b"stand-in for a serialized TensorRT engine").unwrap();
+    let sha256 = edgert::model::digest::sha256_file(&engine).unwrap();
+    edited_manifest(dir, "digits_mlp_nchw.toml", |t| {
+        let file = t.lines().find(|l| l.starts_with("file")).unwrap().to_string();
+        let sum = t.lines().find(|l| l.starts_with("sha256")).unwrap().to_string();
+        t.replace(&file, "file = \"digits.engine\"").replace(&sum, &format!("sha256 = \"{sha256}\""))
+    })
+}
+
+#[test]
+fn an_engine_runs_only_on_tensorrt_and_inspect_wants_onnx() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = engine_manifest(dir.path());
+    fails(
+        &["run", "--model", s(&m), "--input", s(&chelsea()), "--backend", "cpu"],
+        2,
+        &[
+            "digits_mlp_nchw.toml",
+            "digits.engine is a TensorRT engine: run it with --backend tensorrt, not cpu",
+        ],
+    );
+    fails(
+        &["inspect", "--model", s(&m)],
+        2,
+        &["digits.engine: is a TensorRT engine; inspect needs the ONNX model"],
+    );
+    fails(
+        &["inspect", "--model", s(&dir.path().join("digits.engine"))],
+        2,
+        &["digits.engine: a TensorRT engine needs a manifest"],
+    );
+    // The manifest's sha256 guards an engine as it guards an ONNX file.
+    std::fs::write(dir.path().join("digits.engine"), b"another engine").unwrap();
+    fails(&["run", "--model", s(&m), "--input", s(&chelsea())], 2, &["sha256 of digits.engine is"]);
+}

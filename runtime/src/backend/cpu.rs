@@ -35,6 +35,7 @@ impl Backend for CpuBackend {
                 Err("tract has no FP8 kernels; FP8 needs a GPU of compute capability >= 8.9 (Orin is 8.7)"
                     .into())
             }
+            "engine" => Err(super::ENGINE_NEEDS_TENSORRT.into()),
             other => Err(format!("unknown precision '{other}'")),
         }
     }

@@ -59,6 +59,7 @@ impl Backend for CudaBackend {
         match precision {
             "fp32" | "fp16" | "int8-qdq" => Ok(()),
             "fp8" => Err("tract's CUDA runtime has no FP8 kernels".into()),
+            "engine" => Err(super::ENGINE_NEEDS_TENSORRT.into()),
             other => Err(format!("unknown precision '{other}'")),
         }
     }

@@ -101,6 +101,9 @@ pub struct Selected {
 
 const GPU_BACKENDS: &[&str] = &["cuda", "tensorrt"];
 
+/// What the backends other than tensorrt say of a TensorRT engine's precision (`Model::precision`).
+pub const ENGINE_NEEDS_TENSORRT: &str = "a TensorRT engine runs only on --backend tensorrt";
+
 /// Resolves a backend name: a concrete backend, `gpu` (the best GPU backend, strictly) or
 /// `gpu-or-cpu` (the best GPU backend, else the CPU, saying so). Never a silent fallback.
 pub fn select(name: &str) -> Result<Selected> {

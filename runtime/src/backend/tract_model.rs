@@ -26,10 +26,11 @@ pub fn invalid(path: &Path, stage: &str, e: TractError) -> Error {
 /// Parses the model, pins its input to `batch` and declutters it.
 pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractModel> {
     let path = &model.onnx_path;
-    onnx::check_operators(path, &model.proto, backend)?;
+    let proto = model.onnx(&format!("the {backend} backend"))?;
+    onnx::check_operators(path, proto, backend)?;
     let invalid = |stage: &str, e: TractError| invalid(path, stage, e);
     let dir = path.parent().and_then(|d| d.to_str());
-    let mut graph = onnx::framework().parse(&model.proto, dir).map_err(|e| invalid("parse", e))?.model;
+    let mut graph = onnx::framework().parse(proto, dir).map_err(|e| invalid("parse", e))?.model;
     let input_index = graph
         .input_outlets()
         .map_err(|e| invalid("inputs", e))?

@@ -176,7 +176,14 @@ pub fn run(
         }
     }
     let backend = backend_info.expect("at least one batch ran");
-    let facts = inspect::inspect(model)?;
+    // An engine's weights are inside its plan: only its size is known.
+    let (file_bytes, weight_bytes) = if model.is_engine() {
+        let path = &model.onnx_path;
+        (std::fs::metadata(path).map_err(|e| Error::read(path, e))?.len(), 0)
+    } else {
+        let facts = inspect::inspect(model)?;
+        (facts.file_bytes, facts.weight_bytes.values().sum())
+    };
     if let Some(reason) = &backend.fallback {
         warnings.push(format!("backend {}: {reason}", backend.requested));
     }
@@ -192,11 +199,11 @@ pub fn run(
             path: model.source_path().display().to_string(),
             sha256: model.sha256.clone(),
             task: format!("{:?}", model.manifest.model.task).to_lowercase(),
-            precision: inspect::precision(&model.proto).to_string(),
+            precision: model.precision().to_string(),
             input_name: model.manifest.input.name.clone(),
             input_shape: model.input_shape(1),
-            file_bytes: facts.file_bytes,
-            weight_bytes: facts.weight_bytes.values().sum(),
+            file_bytes,
+            weight_bytes,
         },
         backend,
         threads: config.threads,

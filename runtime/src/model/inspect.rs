@@ -109,7 +109,7 @@ fn element_bytes(code: i32) -> u64 {
 
 pub fn inspect(model: &Model) -> Result<InspectReport> {
     let path = &model.onnx_path;
-    let proto = &model.proto;
+    let proto = model.onnx("inspect")?;
     let graph = onnx::graph(proto);
     let mut operators = BTreeMap::new();
     for node in onnx::all_nodes(graph) {
@@ -136,7 +136,7 @@ pub fn inspect(model: &Model) -> Result<InspectReport> {
         operators,
         parameters: graph.initializer.iter().map(element_count).sum(),
         weight_bytes,
-        macs: macs(model, &weights).ok(),
+        macs: macs(model, proto, &weights).ok(),
         precision: precision(proto),
         sparsity: weights.sparsity()?,
     })
@@ -298,16 +298,16 @@ fn groups_2_4(w: &LayerWeight) -> (u64, u64) {
 }
 
 /// Multiply-accumulates at batch 1, from the output shapes tract infers and the weight shapes.
-fn macs(model: &Model, weights: &Weights) -> TractResult<u64> {
+fn macs(model: &Model, proto: &pb::ModelProto, weights: &Weights) -> TractResult<u64> {
     let dir = model.onnx_path.parent().and_then(|d| d.to_str());
-    let parsed = onnx::framework().parse(&model.proto, dir)?;
+    let parsed = onnx::framework().parse(proto, dir)?;
     let mut graph = parsed.model;
     let input_index =
         graph.input_outlets()?.iter().position(|o| graph.node(o.node).name == model.manifest.input.name);
     graph.set_input_fact(input_index.unwrap_or(0), f32::fact(model.input_shape(1)).into())?;
     graph.analyse(false)?;
     let mut total = 0u64;
-    for node in &onnx::graph(&model.proto).node {
+    for node in &onnx::graph(proto).node {
         let weight = node.input.get(1).and_then(|w| weights.dims(w));
         let k = match node.op_type.as_str() {
             "Conv" => weight.map(|d| d.iter().skip(1).product::<usize>()),

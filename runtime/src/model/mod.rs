@@ -26,13 +26,21 @@ pub struct BareModelOptions {
 pub struct Model {
     /// The manifest, when the model was given as one.
     pub manifest_path: Option<PathBuf>,
+    /// The model file: ONNX, or a serialized TensorRT engine (see `proto`).
     pub onnx_path: PathBuf,
     pub sha256: String,
     pub manifest: Manifest,
     pub labels: Option<Vec<String>>,
-    pub proto: std::sync::Arc<pb::ModelProto>,
+    /// The ONNX graph; None for a TensorRT engine, which only `--backend tensorrt` reads.
+    pub proto: Option<std::sync::Arc<pb::ModelProto>>,
     pub inputs: Vec<TensorSpec>,
+    /// What the file declares; empty for an engine until a backend loads it.
     pub outputs: Vec<TensorSpec>,
+}
+
+/// File names of serialized TensorRT engines (trtexec's `--saveEngine`, Ultralytics' export).
+pub fn is_engine_file(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()).is_some_and(|e| matches!(e, "engine" | "plan" | "trt"))
 }
 
 impl Model {
@@ -51,6 +59,15 @@ impl Model {
             (None, None, path.to_owned())
         };
         let sha256 = digest::sha256_file(&onnx_path)?;
+        if is_engine_file(&onnx_path) {
+            let Some(manifest) = manifest else {
+                return Err(Error::input(
+                    path,
+                    "a TensorRT engine needs a manifest (input, preprocessing, task) whose model.file names it",
+                ));
+            };
+            return Model::engine(path, manifest, onnx_path, sha256);
+        }
         let proto = onnx::read_proto(&onnx_path)?;
         let inputs = onnx::inputs(&proto);
         let outputs = onnx::outputs(&proto);
@@ -73,10 +90,54 @@ impl Model {
             sha256,
             manifest,
             labels,
-            proto: std::sync::Arc::new(proto),
+            proto: Some(std::sync::Arc::new(proto)),
             inputs,
             outputs,
         })
+    }
+
+    /// A manifest naming a serialized engine: the manifest says the input; the engine, once a
+    /// backend loads it, the outputs.
+    fn engine(manifest_path: &Path, manifest: Manifest, engine: PathBuf, sha256: String) -> Result<Model> {
+        check_sha256(manifest_path, &manifest, &sha256)?;
+        let input = TensorSpec {
+            name: manifest.input.name.clone(),
+            shape: manifest.input.shape.iter().map(|&d| Some(d)).collect(),
+            dtype: manifest.input.dtype.clone(),
+        };
+        let dir = manifest_path.parent().unwrap_or(Path::new("."));
+        let labels = manifest.model.labels.as_ref().map(|l| read_labels(&dir.join(l))).transpose()?;
+        Ok(Model {
+            manifest_path: Some(manifest_path.to_owned()),
+            onnx_path: engine,
+            sha256,
+            manifest,
+            labels,
+            proto: None,
+            inputs: vec![input],
+            outputs: Vec::new(),
+        })
+    }
+
+    pub fn is_engine(&self) -> bool {
+        self.proto.is_none()
+    }
+
+    /// The ONNX graph, or an error saying the model is an engine, for what only reads ONNX.
+    pub fn onnx(&self, what: &str) -> Result<&pb::ModelProto> {
+        self.proto.as_deref().ok_or_else(|| {
+            Error::input(
+                &self.onnx_path,
+                format!(
+                    "is a TensorRT engine; {what} needs the ONNX model (engines run with --backend tensorrt)"
+                ),
+            )
+        })
+    }
+
+    /// Weight precision (`inspect::precision`), or `engine` for a TensorRT engine.
+    pub fn precision(&self) -> &'static str {
+        self.proto.as_deref().map_or("engine", inspect::precision)
     }
 
     /// The file the user named: the manifest if there is one, else the ONNX file.
@@ -100,13 +161,7 @@ impl Model {
     }
 }
 
-fn check_against_model(
-    path: &Path,
-    m: &Manifest,
-    sha256: &str,
-    inputs: &[TensorSpec],
-    outputs: &[TensorSpec],
-) -> Result<()> {
+fn check_sha256(path: &Path, m: &Manifest, sha256: &str) -> Result<()> {
     if !m.model.sha256.eq_ignore_ascii_case(sha256) {
         return Err(Error::manifest(
             path,
@@ -117,6 +172,17 @@ fn check_against_model(
             ),
         ));
     }
+    Ok(())
+}
+
+fn check_against_model(
+    path: &Path,
+    m: &Manifest,
+    sha256: &str,
+    inputs: &[TensorSpec],
+    outputs: &[TensorSpec],
+) -> Result<()> {
+    check_sha256(path, m, sha256)?;
     let Some(declared) = inputs.iter().find(|i| i.name == m.input.name) else {
         let names: Vec<&str> = inputs.iter().map(|i| i.name.as_str()).collect();
         return Err(Error::manifest(

@@ -11,7 +11,7 @@ use serde::Serialize;
 
 use crate::bench::{self, BenchConfig, Progress, Sensing};
 use crate::metrics::memory;
-use crate::model::{inspect, Model};
+use crate::model::Model;
 use crate::validate::{self, data::Dataset, ValidateConfig};
 use crate::{backend, Error, Result};
 
@@ -87,7 +87,7 @@ pub fn tune(
     let mut skipped = Vec::new();
     let mut energy_note = None;
     for model in std::iter::once(base).chain(variants) {
-        let precision = inspect::precision(&model.proto);
+        let precision = model.precision();
         let variant = model.source_path().display().to_string();
         for backend_name in &config.backends {
             let selected = backend::select(backend_name)?;

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::backend::{self, PrepareOptions};
 use crate::capture;
-use crate::model::{inspect, Model, Task};
+use crate::model::{Model, Task};
 use crate::pipeline::{Pipeline, Sample};
 use crate::postprocess::Prediction;
 use crate::{Error, Result};
@@ -191,7 +191,7 @@ pub fn validate(
     let side = |m: &Model, p: &Pipeline, accuracy| Side {
         model: m.source_path().display().to_string(),
         sha256: m.sha256.clone(),
-        precision: inspect::precision(&m.proto).to_string(),
+        precision: m.precision().to_string(),
         backend: p.backend.clone(),
         accuracy,
     };

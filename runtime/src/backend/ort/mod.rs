@@ -63,6 +63,7 @@ impl Backend for OrtBackend {
         match precision {
             "fp32" | "fp16" | "int8-qdq" => Ok(()),
             "fp8" => Err("ONNX Runtime's CPU provider has no FP8 kernels; FP8 needs a GPU of compute capability >= 8.9".into()),
+            "engine" => Err(super::ENGINE_NEEDS_TENSORRT.into()),
             other => Err(format!("unknown precision '{other}'")),
         }
     }

@@ -22,8 +22,8 @@ struct Stamp {
     sm: String,
     fp16: bool,
     int8: bool,
-    /// Declare f16 inputs and outputs, as an engine built with `--inputIOFormats=fp16` would.
-    io_f16: bool,
+    /// The inputs' and outputs' type (`ffi::F32`, `F16` as with `--inputIOFormats=fp16:chw`, ...).
+    io_dtype: i32,
 }
 
 struct MockRuntime {
@@ -36,7 +36,7 @@ struct MockEngine {
     runtime: *const MockRuntime,
     proto: tract_onnx::pb::ModelProto,
     tensors: Vec<(CString, bool, Vec<i64>)>,
-    io_f16: bool,
+    io_dtype: i32,
 }
 
 /// A plan per input shape set, with the output shapes it gives.
@@ -57,8 +57,8 @@ fn fail(error: *mut ErrorBuf, message: &str) {
 }
 
 /// A stamped plan for `onnx`, as if TensorRT `version` had built it for a GPU of compute `sm`.
-pub fn plan(onnx: &[u8], version: i32, sm: &str, io_f16: bool) -> Vec<u8> {
-    stamped(&Stamp { tensorrt: version, sm: sm.into(), fp16: false, int8: false, io_f16 }, onnx)
+pub fn plan(onnx: &[u8], version: i32, sm: &str, io_dtype: i32) -> Vec<u8> {
+    stamped(&Stamp { tensorrt: version, sm: sm.into(), fp16: false, int8: false, io_dtype }, onnx)
 }
 
 fn stamped(stamp: &Stamp, onnx: &[u8]) -> Vec<u8> {
@@ -153,7 +153,7 @@ unsafe extern "C" fn engine_load(
             tensors.push((CString::new(spec.name.clone()).unwrap(), is_input, dims(&spec)));
         }
     }
-    let engine = MockEngine { runtime, proto, tensors, io_f16: stamp.io_f16 };
+    let engine = MockEngine { runtime, proto, tensors, io_dtype: stamp.io_dtype };
     Box::into_raw(Box::new(engine)).cast()
 }
 
@@ -179,7 +179,7 @@ unsafe extern "C" fn engine_tensor(
     let mut out = ffi::Tensor::empty();
     out.name = name.as_ptr();
     out.is_input = *is_input as i32;
-    out.dtype = if engine.io_f16 { ffi::F16 } else { ffi::F32 };
+    out.dtype = engine.io_dtype;
     out.nb_dims = dims.len() as i32;
     out.dims[..dims.len()].copy_from_slice(dims);
     *tensor = out;
@@ -317,20 +317,31 @@ unsafe extern "C" fn context_run(
         return 1;
     };
     let input = &bindings[0];
-    let values = std::slice::from_raw_parts(input.host.cast::<f32>(), input.bytes / 4);
+    let is_f16 = engine.io_dtype == ffi::F16;
+    let values: Vec<f32> = if is_f16 {
+        let bits = std::slice::from_raw_parts(input.host.cast::<u16>(), input.bytes / 2);
+        bits.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect()
+    } else {
+        std::slice::from_raw_parts(input.host.cast::<f32>(), input.bytes / 4).to_vec()
+    };
     let started = Instant::now();
     let (plan, _) = &context.plans[&shape];
-    let outputs = plan.run(tvec!(Tensor::from_shape(&shape, values).unwrap().into_tvalue())).unwrap();
+    let outputs = plan.run(tvec!(Tensor::from_shape(&shape, &values).unwrap().into_tvalue())).unwrap();
     let compute_ms = started.elapsed().as_secs_f32() * 1e3;
     for (binding, value) in bindings[1..].iter().zip(outputs.iter()) {
         let value = value.cast_to::<f32>().unwrap();
         let view = value.to_plain_array_view::<f32>().unwrap();
         let data: Vec<f32> = view.iter().copied().collect();
-        if binding.bytes != data.len() * 4 {
+        if binding.bytes != data.len() * if is_f16 { 2 } else { 4 } {
             fail(error, "output buffer of the wrong size");
             return 1;
         }
-        std::ptr::copy_nonoverlapping(data.as_ptr(), binding.host.cast::<f32>(), data.len());
+        if is_f16 {
+            let bits: Vec<u16> = data.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
+            std::ptr::copy_nonoverlapping(bits.as_ptr(), binding.host.cast::<u16>(), bits.len());
+        } else {
+            std::ptr::copy_nonoverlapping(data.as_ptr(), binding.host.cast::<f32>(), data.len());
+        }
     }
     for pointer in device {
         (symbols.cuda_free.unwrap())(pointer);
@@ -360,7 +371,7 @@ unsafe extern "C" fn build(
         sm: runtime.sm.clone(),
         fp16: options.fp16 != 0,
         int8: options.int8 != 0,
-        io_f16: false,
+        io_dtype: ffi::F32,
     };
     *plan = leak(stamped(&stamp, model));
     if !timing_cache.is_null() {

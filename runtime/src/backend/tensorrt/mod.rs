@@ -22,7 +22,7 @@ use std::sync::Arc;
 pub use options::{configure, Precision, TrtOptions};
 
 use super::{Backend, PrepareOptions, Prepared};
-use crate::model::{inspect, Model};
+use crate::model::Model;
 use crate::{Error, Result};
 use cache::{EngineCache, EngineInfo};
 use handles::Runtime;
@@ -96,6 +96,17 @@ impl TensorrtBackend {
         session::TrtPrepared::checked(engine, path)
     }
 
+    /// A manifest's engine, whose input must be the one the manifest names.
+    fn prepare_engine_for(&self, model: &Model) -> Result<Box<dyn Prepared>> {
+        let prepared = self.prepare_engine_file(&model.onnx_path)?;
+        let (wanted, found) = (&model.manifest.input.name, &prepared.inputs()[0].name);
+        if wanted != found {
+            let reason = format!("input '{wanted}' is not in the engine (its input: {found})");
+            return Err(Error::manifest(model.source_path(), reason));
+        }
+        Ok(prepared)
+    }
+
     /// Builds a serialized engine from a model: what `prepare` and `edgert build-engine` do.
     pub fn build(&self, model: &Model, batch: usize) -> Result<(Vec<u8>, EngineInfo)> {
         let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
@@ -105,7 +116,7 @@ impl TensorrtBackend {
 
 /// The precision asked for, else what the model's weights are.
 fn precision(model: &Model, options: &TrtOptions) -> Precision {
-    options.precision.unwrap_or_else(|| Precision::for_weights(inspect::precision(&model.proto)))
+    options.precision.unwrap_or_else(|| Precision::for_weights(model.precision()))
 }
 
 /// What an engine of `model` at `batch` would be built as, on this runtime.
@@ -183,7 +194,7 @@ impl Backend for TensorrtBackend {
 
     fn supports(&self, precision: &str) -> Result<(), String> {
         match precision {
-            "fp32" | "fp16" | "int8-qdq" => Ok(()),
+            "fp32" | "fp16" | "int8-qdq" | "engine" => Ok(()),
             "fp8" => {
                 let runtime = self.runtime()?;
                 let sm = (runtime.device.sm_major, runtime.device.sm_minor);
@@ -203,6 +214,9 @@ impl Backend for TensorrtBackend {
     /// The engine for this model, batch, precision and machine: from the engine cache, or built
     /// now (minutes on a Jetson) and cached.
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
+        if model.is_engine() {
+            return self.prepare_engine_for(model);
+        }
         let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
         let trt = &self.options;
         let info = engine_info(&runtime, model, options.batch, trt);

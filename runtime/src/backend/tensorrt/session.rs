@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use half::f16;
+
 use super::ffi;
 use super::handles::{Buffer, Context, Engine};
 use crate::backend::{DeviceTiming, Prepared, Session};
@@ -25,7 +27,8 @@ fn spec(tensor: &super::handles::EngineTensor) -> TensorSpec {
 }
 
 impl TrtPrepared {
-    /// Checks that edgert can feed the engine: one input, f32 tensors (what `HostTensor` holds).
+    /// Checks that edgert can feed the engine: one input; f32 tensors (what `HostTensor` holds), or
+    /// f16 ones (`trtexec --inputIOFormats=fp16:chw`), converted on the host.
     pub fn checked(engine: Engine, path: &Path) -> Result<Box<dyn Prepared>> {
         let refuse = |reason: String| Error::input(path, reason);
         let inputs: Vec<TensorSpec> = engine.tensors.iter().filter(|t| t.is_input).map(spec).collect();
@@ -36,10 +39,10 @@ impl TrtPrepared {
                 inputs.len()
             )));
         }
-        if let Some(other) = inputs.iter().chain(&outputs).find(|t| t.dtype != "f32") {
+        if let Some(other) = inputs.iter().chain(&outputs).find(|t| t.dtype != "f32" && t.dtype != "f16") {
             return Err(refuse(format!(
-                "tensor '{}' is {}; edgert exchanges f32 tensors with engines for now (build the engine with \
-                 FP32 inputs and outputs: the default of `edgert build-engine` and of trtexec)",
+                "tensor '{}' is {}; edgert exchanges f32 and f16 tensors with engines (build the engine with \
+                 FP32 or FP16 inputs and outputs: FP32 is the default of `edgert build-engine` and of trtexec)",
                 other.name, other.dtype
             )));
         }
@@ -58,11 +61,14 @@ impl Prepared for TrtPrepared {
 
     fn spawn(&self) -> Result<Box<dyn Session>> {
         let context = self.engine.context().map_err(|reason| self.failed(reason))?;
+        let half = |t: &TensorSpec| t.dtype == "f16";
         Ok(Box::new(TrtSession {
             context,
             path: self.path.clone(),
             shape: Vec::new(),
             outputs: Vec::new(),
+            input_f16: half(&self.inputs[0]).then(Vec::new),
+            outputs_f16: self.outputs.iter().map(|t| half(t).then(Vec::new)).collect(),
             last: None,
         }))
     }
@@ -80,16 +86,24 @@ struct TrtSession {
     /// The input shape last set on the context, and the output shapes it gave.
     shape: Vec<usize>,
     outputs: Vec<Vec<usize>>,
+    /// Staging for an f16 input and f16 outputs (None: the tensor is f32), kept between runs.
+    input_f16: Option<Vec<f16>>,
+    outputs_f16: Vec<Option<Vec<f16>>>,
     last: Option<DeviceTiming>,
 }
 
-fn bytes(values: &[f32]) -> &[u8] {
-    // SAFETY: any f32 is four plain bytes.
+/// Values whose every bit pattern is valid: a tensor's memory as bytes, both ways.
+trait Plain: Copy {}
+impl Plain for f32 {}
+impl Plain for f16 {}
+
+fn bytes<T: Plain>(values: &[T]) -> &[u8] {
+    // SAFETY: `Plain` values are plain bytes.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
 }
 
-fn bytes_mut(values: &mut [f32]) -> &mut [u8] {
-    // SAFETY: as above, and any four bytes are some f32.
+fn bytes_mut<T: Plain>(values: &mut [T]) -> &mut [u8] {
+    // SAFETY: as above, and any bytes are some `Plain` value.
     unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), std::mem::size_of_val(values)) }
 }
 
@@ -118,21 +132,44 @@ impl Session for TrtSession {
         }
         let mut outputs: Vec<HostTensor> =
             self.outputs.iter().map(|shape| HostTensor::zeros(shape)).collect();
-        let mut next_output = outputs.iter_mut();
+        if let Some(staged) = &mut self.input_f16 {
+            staged.clear();
+            staged.extend(input.data.iter().map(|&v| f16::from_f32(v)));
+        }
+        for (staged, output) in self.outputs_f16.iter_mut().zip(&outputs) {
+            if let Some(staged) = staged {
+                staged.resize(output.data.len(), f16::ZERO);
+            }
+        }
+        let input_bytes = match &self.input_f16 {
+            Some(staged) => bytes(staged),
+            None => bytes(&input.data),
+        };
+        let mut output_bytes =
+            outputs.iter_mut().zip(self.outputs_f16.iter_mut()).map(|(o, staged)| match staged {
+                Some(staged) => bytes_mut(staged),
+                None => bytes_mut(&mut o.data),
+            });
         let mut buffers: Vec<Buffer> = self
             .context
             .engine()
             .tensors
             .iter()
             .map(|t| match t.is_input {
-                true => Buffer::In(bytes(&input.data)),
-                false => Buffer::Out(bytes_mut(&mut next_output.next().expect("one per output").data)),
+                true => Buffer::In(input_bytes),
+                false => Buffer::Out(output_bytes.next().expect("one per output")),
             })
             .collect();
         let timing = self
             .context
             .run(&mut buffers)
             .map_err(|r| Error::Inference { path: self.path.clone(), reason: r })?;
+        drop(buffers);
+        for (output, staged) in outputs.iter_mut().zip(&self.outputs_f16) {
+            if let Some(staged) = staged {
+                output.data = staged.iter().map(|v| v.to_f32()).collect();
+            }
+        }
         self.last = Some(DeviceTiming {
             h2d_ms: timing.h2d_ms as f64,
             compute_ms: timing.compute_ms as f64,

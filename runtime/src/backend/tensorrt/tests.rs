@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{cache, mock, Loaded, Precision, TensorrtBackend, TrtOptions};
+use super::{cache, ffi, mock, Loaded, Precision, TensorrtBackend, TrtOptions};
 use crate::backend::{cpu::CpuBackend, Backend, PrepareOptions};
 use crate::model::{BareModelOptions, Model};
 use crate::tensor::HostTensor;
@@ -128,7 +128,7 @@ fn digits_onnx() -> Vec<u8> {
 fn an_engine_file_runs_bare_or_behind_an_ultralytics_header() {
     let dir = tempfile::tempdir().unwrap();
     let trt = backend(orin_trt10, dir.path());
-    let plan = mock::plan(&digits_onnx(), 100300, "8.7", false);
+    let plan = mock::plan(&digits_onnx(), 100300, "8.7", ffi::F32);
     let json = br#"{"description": "digits", "imgsz": [8, 8], "batch": 1}"#;
     let mut ultralytics = (json.len() as u32).to_le_bytes().to_vec();
     ultralytics.extend_from_slice(json);
@@ -150,7 +150,7 @@ fn an_engine_from_another_tensorrt_or_gpu_is_refused_with_how_to_rebuild() {
         (xavier_trt10, 100300, "8.7", "expecting compute 7.2 got compute 8.7"),
     ];
     for (load, built_by, built_for, says) in cases {
-        let path = write_engine(dir.path(), &mock::plan(&onnx, built_by, built_for, false), None);
+        let path = write_engine(dir.path(), &mock::plan(&onnx, built_by, built_for, ffi::F32), None);
         let error = backend(load, dir.path()).prepare_engine_file(&path).err().unwrap();
         let message = error.to_string();
         assert!(message.contains("model.engine") && message.contains(says), "{message}");
@@ -180,11 +180,28 @@ fn a_file_that_is_no_engine_is_an_error_naming_it() {
 }
 
 #[test]
-fn an_engine_with_f16_inputs_is_refused_until_edgert_feeds_f16() {
+fn an_engine_with_f16_inputs_and_outputs_is_fed_and_read_through_f32() {
     let dir = tempfile::tempdir().unwrap();
-    let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", true), None);
+    let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", ffi::F16), None);
+    let prepared = backend(orin_trt10, dir.path()).prepare_engine_file(&path).unwrap();
+    assert_eq!((prepared.inputs()[0].dtype.as_str(), prepared.outputs()[0].dtype.as_str()), ("f16", "f16"));
+    let got = prepared.spawn().unwrap().run(&digits(2)).unwrap();
+    let model = model("digits_mlp_nchw.toml");
+    let options = PrepareOptions { batch: 2, threads: 1 };
+    let want = CpuBackend.prepare(&model, &options).unwrap().spawn().unwrap().run(&digits(2)).unwrap();
+    assert_eq!(got[0].shape, want[0].shape);
+    // The input and the outputs each lose bits to f16: within a few f16 steps of the f32 answer.
+    for (g, w) in got[0].data.iter().zip(&want[0].data) {
+        assert!((g - w).abs() <= 0.01 * w.abs().max(1.0), "{g} against {w}");
+    }
+}
+
+#[test]
+fn an_engine_with_int8_inputs_is_refused_with_the_types_edgert_feeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", ffi::I8), None);
     let message = backend(orin_trt10, dir.path()).prepare_engine_file(&path).err().unwrap().to_string();
-    assert!(message.contains("is f16") && message.contains("FP32 inputs and outputs"), "{message}");
+    assert!(message.contains("is i8") && message.contains("f32 and f16 tensors"), "{message}");
 }
 
 #[test]
@@ -221,4 +238,32 @@ fn fp8_is_refused_on_a_gpu_below_compute_8_9() {
     let reason = backend(orin_trt10, dir.path()).supports("fp8").unwrap_err();
     assert!(reason.contains("8.9") && reason.contains("8.7"), "{reason}");
     assert!(backend(orin_trt8, dir.path()).supports("int8-qdq").is_ok());
+}
+
+#[test]
+fn a_manifest_naming_an_engine_runs_it_and_checks_its_input_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = dir.path().join("digits.engine");
+    std::fs::write(&engine, mock::plan(&digits_onnx(), 100300, "8.7", ffi::F32)).unwrap();
+    let sha256 = crate::model::digest::sha256_file(&engine).unwrap();
+    let manifest =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/digits_mlp_nchw.toml"))
+            .unwrap()
+            .replace("file = \"digits_mlp_nchw.onnx\"", "file = \"digits.engine\"")
+            .lines()
+            .map(|l| if l.starts_with("sha256") { format!("sha256 = \"{sha256}\"") } else { l.to_string() })
+            .collect::<Vec<_>>()
+            .join("\n");
+    let path = dir.path().join("digits.toml");
+    std::fs::write(&path, &manifest).unwrap();
+    let model = Model::load(&path, &BareModelOptions::default()).unwrap();
+    assert!(model.is_engine() && model.precision() == "engine");
+    let trt = backend(orin_trt10, dir.path());
+    let outputs =
+        trt.prepare(&model, &PrepareOptions::default()).unwrap().spawn().unwrap().run(&digits(1)).unwrap();
+    assert_eq!(outputs[0].shape, vec![1, 10]);
+    std::fs::write(&path, manifest.replace("name = \"input\"", "name = \"pixels\"")).unwrap();
+    let model = Model::load(&path, &BareModelOptions::default()).unwrap();
+    let message = trt.prepare(&model, &PrepareOptions::default()).err().unwrap().to_string();
+    assert!(message.contains("input 'pixels' is not in the engine (its input: input)"), "{message}");
 }
