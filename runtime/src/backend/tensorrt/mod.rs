@@ -109,6 +109,7 @@ impl TensorrtBackend {
 
     /// Builds a serialized engine from a model: what `prepare` and `edgert build-engine` do.
     pub fn build(&self, model: &Model, batch: usize) -> Result<(Vec<u8>, EngineInfo)> {
+        model.onnx("building an engine")?;
         let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
         build_with(&runtime, model, batch, &self.options)
     }

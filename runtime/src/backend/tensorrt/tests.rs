@@ -259,6 +259,11 @@ fn a_manifest_naming_an_engine_runs_it_and_checks_its_input_name() {
     let model = Model::load(&path, &BareModelOptions::default()).unwrap();
     assert!(model.is_engine() && model.precision() == "engine");
     let trt = backend(orin_trt10, dir.path());
+    let message = trt.build(&model, 1).err().unwrap().to_string();
+    assert!(
+        message.contains("digits.engine: is a TensorRT engine; building an engine needs the ONNX model"),
+        "{message}"
+    );
     let outputs =
         trt.prepare(&model, &PrepareOptions::default()).unwrap().spawn().unwrap().run(&digits(1)).unwrap();
     assert_eq!(outputs[0].shape, vec![1, 10]);
