@@ -32,8 +32,10 @@ for backend in cpu cuda tensorrt; do
   report="$out/bench-$backend.json"
   if target/release/edgert bench --model models/mobilenetv2_fp32.toml --backend "$backend" \
     --duration-s 3 --json "$report" >/dev/null 2>"$out/$backend.err"; then
-    python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["runs"][0]; s=r["stages"]["inference"]
-print(f"| {sys.argv[2]} | {s[\"p50_ms\"]:.2f} | {s[\"p99_ms\"]:.2f} | {r[\"frames_per_s\"]:.1f} |")' "$report" "$backend"
+    python3 -c 'import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+p50, p99, fps = run["stages"]["inference"]["p50_ms"], run["stages"]["inference"]["p99_ms"], run["frames_per_s"]
+print(f"| {sys.argv[2]} | {p50:.2f} | {p99:.2f} | {fps:.1f} |")' "$report" "$backend"
   else
     echo "| $backend | failed: $(tail -n 1 "$out/$backend.err") | | |"
   fi
