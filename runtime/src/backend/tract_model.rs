@@ -1,11 +1,13 @@
-//! A model as tract's typed graph at one batch size, with its input and output specs, and the
-//! conversions between `HostTensor` and tract's tensors: what the `cpu` and `cuda` backends share.
+//! What the `cpu` and `cuda` backends share: a model as tract's typed graph at one batch size, with
+//! its input and output specs, and a tract plan as `Prepared` and `Session`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use tract_onnx::prelude::*;
+use tract_onnx::tract_core::runtime::{Runnable, State};
 use tract_onnx::tract_hir::internal::DimLike;
 
+use super::{Prepared, Session};
 use crate::error::one_line;
 use crate::model::{onnx, Model};
 use crate::tensor::{HostTensor, TensorSpec};
@@ -65,30 +67,66 @@ pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractMo
     Ok(TractModel { typed, input, outputs })
 }
 
-/// The input as tract wants it: owned, so one copy (small next to the model's own run).
-pub fn to_tract(input: &HostTensor) -> TractResult<TValue> {
-    Ok(Tensor::from_shape(&input.shape, &input.data)?.into_tvalue())
+/// A tract plan as a `Prepared`: `cpu` and `cuda` differ only in the runtime that made the plan.
+pub struct TractPrepared {
+    plan: Box<dyn Runnable>,
+    inputs: Vec<TensorSpec>,
+    outputs: Vec<TensorSpec>,
+    path: PathBuf,
 }
 
-/// tract's outputs as f32 host tensors.
-pub fn to_host(outputs: &[TValue]) -> TractResult<Vec<HostTensor>> {
-    outputs
-        .iter()
-        .map(|value| {
-            let values = value.cast_to::<f32>()?;
-            let view = values.to_plain_array_view::<f32>()?;
-            Ok(HostTensor::new(view.shape().to_vec(), view.iter().copied().collect()))
-        })
-        .collect()
-}
-
-/// The error of a session whose input does not have the shape its plan was made for.
-pub fn check_shape(path: &Path, input: &HostTensor, expected: &[usize]) -> Result<()> {
-    if input.shape != expected {
-        return Err(Error::Inference {
-            path: path.to_owned(),
-            reason: format!("input shape {:?}, plan compiled for {expected:?}", input.shape),
-        });
+impl TractPrepared {
+    pub fn new(plan: Box<dyn Runnable>, input: TensorSpec, outputs: Vec<TensorSpec>, path: &Path) -> Self {
+        TractPrepared { plan, inputs: vec![input], outputs, path: path.to_owned() }
     }
-    Ok(())
+}
+
+fn failed(path: &Path, e: TractError) -> Error {
+    Error::Inference { path: path.to_owned(), reason: one_line(&e) }
+}
+
+impl Prepared for TractPrepared {
+    fn inputs(&self) -> &[TensorSpec] {
+        &self.inputs
+    }
+
+    fn outputs(&self) -> &[TensorSpec] {
+        &self.outputs
+    }
+
+    fn spawn(&self) -> Result<Box<dyn Session>> {
+        let state = self.plan.spawn().map_err(|e| failed(&self.path, e))?;
+        let expected = self.inputs[0].shape.iter().map(|d| d.unwrap_or(0)).collect();
+        Ok(Box::new(TractSession { state, expected, path: self.path.clone() }))
+    }
+}
+
+struct TractSession {
+    state: Box<dyn State>,
+    expected: Vec<usize>,
+    path: PathBuf,
+}
+
+impl Session for TractSession {
+    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>> {
+        if input.shape != self.expected {
+            return Err(Error::Inference {
+                path: self.path.clone(),
+                reason: format!("input shape {:?}, plan compiled for {:?}", input.shape, self.expected),
+            });
+        }
+        let failed = |e| failed(&self.path, e);
+        // tract wants its input owned: one copy, small next to the model's own run.
+        let tensor = Tensor::from_shape(&input.shape, &input.data).map_err(failed)?;
+        let outputs = self.state.run(tvec!(tensor.into_tvalue())).map_err(failed)?;
+        outputs
+            .iter()
+            .map(|value| {
+                let values = value.cast_to::<f32>()?;
+                let view = values.to_plain_array_view::<f32>()?;
+                Ok(HostTensor::new(view.shape().to_vec(), view.iter().copied().collect()))
+            })
+            .collect::<TractResult<Vec<_>>>()
+            .map_err(failed)
+    }
 }

@@ -37,8 +37,8 @@ pub fn driver_version() -> Result<i32, GpuError> {
     Ok(version)
 }
 
-/// Device `ordinal`'s primary context, after every check.
-pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, GpuError> {
+/// The driver's CUDA version, when it is at least the one this binary is built for.
+pub fn compatible_driver() -> Result<i32, GpuError> {
     let driver = driver_version()?;
     if driver < BUILT_FOR {
         return Err(GpuError::DriverTooOld {
@@ -47,6 +47,12 @@ pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, GpuError> {
             built_code: BUILT_FOR,
         });
     }
+    Ok(driver)
+}
+
+/// Device `ordinal`'s primary context, after every check.
+pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, GpuError> {
+    compatible_driver()?;
     CudaContext::new(ordinal).map_err(|e| match e.0 {
         sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => GpuError::NoDevice(String::new()),
         sys::cudaError_enum::CUDA_ERROR_INVALID_DEVICE => GpuError::NoDevice(format!(" numbered {ordinal}")),

@@ -59,64 +59,41 @@ impl Model {
             (None, None, path.to_owned())
         };
         let sha256 = digest::sha256_file(&onnx_path)?;
-        if is_engine_file(&onnx_path) {
+        let (manifest, proto, inputs, outputs) = if is_engine_file(&onnx_path) {
             let Some(manifest) = manifest else {
                 return Err(Error::input(
                     path,
                     "a TensorRT engine needs a manifest (input, preprocessing, task) whose model.file names it",
                 ));
             };
-            return Model::engine(path, manifest, onnx_path, sha256);
-        }
-        let proto = onnx::read_proto(&onnx_path)?;
-        let inputs = onnx::inputs(&proto);
-        let outputs = onnx::outputs(&proto);
-        let manifest = match manifest {
-            Some(m) => {
-                let mpath = manifest_path.as_deref().unwrap_or(path);
-                check_against_model(mpath, &m, &sha256, &inputs, &outputs)?;
-                m
-            }
-            None => bare_manifest(&onnx_path, &sha256, &inputs, &outputs, bare)?,
+            check_sha256(path, &manifest, &sha256)?;
+            // The manifest says the input; the engine, once a backend loads it, the outputs.
+            let input = TensorSpec {
+                name: manifest.input.name.clone(),
+                shape: manifest.input.shape.iter().map(|&d| Some(d)).collect(),
+                dtype: manifest.input.dtype.clone(),
+            };
+            (manifest, None, vec![input], Vec::new())
+        } else {
+            let proto = onnx::read_proto(&onnx_path)?;
+            let inputs = onnx::inputs(&proto);
+            let outputs = onnx::outputs(&proto);
+            let manifest = match manifest {
+                Some(m) => {
+                    let mpath = manifest_path.as_deref().unwrap_or(path);
+                    check_against_model(mpath, &m, &sha256, &inputs, &outputs)?;
+                    m
+                }
+                None => bare_manifest(&onnx_path, &sha256, &inputs, &outputs, bare)?,
+            };
+            (manifest, Some(std::sync::Arc::new(proto)), inputs, outputs)
         };
         let labels_path = match &manifest_path {
             Some(p) => manifest.model.labels.as_ref().map(|l| p.parent().unwrap_or(Path::new(".")).join(l)),
             None => manifest.model.labels.clone(),
         };
         let labels = labels_path.map(|p| read_labels(&p)).transpose()?;
-        Ok(Model {
-            manifest_path,
-            onnx_path,
-            sha256,
-            manifest,
-            labels,
-            proto: Some(std::sync::Arc::new(proto)),
-            inputs,
-            outputs,
-        })
-    }
-
-    /// A manifest naming a serialized engine: the manifest says the input; the engine, once a
-    /// backend loads it, the outputs.
-    fn engine(manifest_path: &Path, manifest: Manifest, engine: PathBuf, sha256: String) -> Result<Model> {
-        check_sha256(manifest_path, &manifest, &sha256)?;
-        let input = TensorSpec {
-            name: manifest.input.name.clone(),
-            shape: manifest.input.shape.iter().map(|&d| Some(d)).collect(),
-            dtype: manifest.input.dtype.clone(),
-        };
-        let dir = manifest_path.parent().unwrap_or(Path::new("."));
-        let labels = manifest.model.labels.as_ref().map(|l| read_labels(&dir.join(l))).transpose()?;
-        Ok(Model {
-            manifest_path: Some(manifest_path.to_owned()),
-            onnx_path: engine,
-            sha256,
-            manifest,
-            labels,
-            proto: None,
-            inputs: vec![input],
-            outputs: Vec::new(),
-        })
+        Ok(Model { manifest_path, onnx_path, sha256, manifest, labels, proto, inputs, outputs })
     }
 
     pub fn is_engine(&self) -> bool {

@@ -17,7 +17,7 @@ mod tests;
 pub mod version;
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 pub use options::{configure, Precision, TrtOptions};
 
@@ -36,6 +36,9 @@ pub struct TensorrtBackend {
     api: Option<&'static ffi::Api>,
     load: Loader,
     options: TrtOptions,
+    /// Opened on first use and kept: `check`, `version` and `prepare` each need it, and opening
+    /// loads libnvinfer and creates a TensorRT runtime.
+    runtime: OnceLock<Result<Arc<Runtime>, String>>,
 }
 
 #[cfg(edgert_trt_shim)]
@@ -55,21 +58,28 @@ fn load_libraries() -> Loaded {
 impl Default for TensorrtBackend {
     /// The linked shim, the machine's libraries, and the command line's options.
     fn default() -> Self {
-        TensorrtBackend { api: LINKED, load: load_libraries, options: options::configured() }
+        TensorrtBackend::with(LINKED, load_libraries, options::configured())
     }
 }
 
 impl TensorrtBackend {
     /// The linked shim and the machine's libraries, with these options rather than the command line's.
     pub fn with_options(options: TrtOptions) -> TensorrtBackend {
-        TensorrtBackend { options, ..TensorrtBackend::default() }
+        TensorrtBackend::with(LINKED, load_libraries, options)
+    }
+
+    fn with(api: Option<&'static ffi::Api>, load: Loader, options: TrtOptions) -> TensorrtBackend {
+        TensorrtBackend { api, load, options, runtime: OnceLock::new() }
     }
 
     /// TensorRT's runtime on this machine: shim, libraries, a supported version and a GPU.
     fn runtime(&self) -> Result<Arc<Runtime>, String> {
-        let api = self.api.ok_or(NO_SHIM)?;
-        let (symbols, libraries) = (self.load)()?;
-        Runtime::open(api, &symbols, libraries).map(Arc::new)
+        let open = || {
+            let api = self.api.ok_or(NO_SHIM)?;
+            let (symbols, libraries) = (self.load)()?;
+            Runtime::open(api, &symbols, libraries).map(Arc::new)
+        };
+        self.runtime.get_or_init(open).clone()
     }
 
     fn unavailable(&self, reason: String) -> Error {

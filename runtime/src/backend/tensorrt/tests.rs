@@ -30,7 +30,7 @@ fn out_of_memory() -> Loaded {
 
 fn backend(load: super::Loader, cache: &Path) -> TensorrtBackend {
     let options = TrtOptions { engine_cache: Some(cache.to_owned()), ..TrtOptions::default() };
-    TensorrtBackend { api: Some(&mock::API), load, options }
+    TensorrtBackend::with(Some(&mock::API), load, options)
 }
 
 fn model(name: &str) -> Model {
@@ -228,7 +228,7 @@ fn a_machine_that_cannot_run_tensorrt_says_why() {
         let error = trt.prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions::default()).err().unwrap();
         assert!(error.to_string().contains(says) && error.exit_code() == 1, "{error}");
     }
-    let no_shim = TensorrtBackend { api: None, ..backend(orin_trt10, dir.path()) };
+    let no_shim = TensorrtBackend::with(None, orin_trt10, TrtOptions::default());
     assert!(no_shim.check().unwrap_err().contains("without TensorRT's headers"));
 }
 
