@@ -51,6 +51,9 @@ pub enum GpuError {
     /// A CUDA call that failed.
     #[error("CUDA: {0}")]
     Driver(String),
+    /// A frame or output that does not fit the planned preprocessing pass.
+    #[error("{0}")]
+    Input(String),
     /// A kernel that NVRTC did not compile.
     #[error("NVRTC could not compile {kernel}: {log}")]
     Compile { kernel: String, log: String },

@@ -79,7 +79,7 @@ pub struct GpuPreprocess {
 
 fn taps(taps: &[Tap]) -> Result<Vec<GpuTap>, GpuError> {
     let index =
-        |i: usize| i32::try_from(i).map_err(|_| GpuError::Driver(format!("a frame side of {i} pixels")));
+        |i: usize| i32::try_from(i).map_err(|_| GpuError::Input(format!("a frame side of {i} pixels")));
     taps.iter()
         .map(|t| Ok(GpuTap { i0: index(t.i0)?, i1: index(t.i1)?, w1: t.w1, inside: t.inside as i32 }))
         .collect()
@@ -113,7 +113,7 @@ impl GpuPreprocess {
     /// Copies `frame` to the device and fills `out` (`item_len` values, f32 or f16 bits) on the
     /// stream; the result is ready once the stream is synchronized.
     pub fn run<T: Output>(&mut self, frame: &Frame, out: &mut CudaSlice<T>) -> Result<Geometry, GpuError> {
-        self.plan.check(frame, out.len()).map_err(GpuError::Driver)?;
+        self.plan.check(frame, out.len()).map_err(GpuError::Input)?;
         let bytes = frame.format.frame_bytes(frame.stride, frame.height);
         let stream = &self.stream;
         if self.frame.as_ref().is_none_or(|f| f.len() < bytes) {
