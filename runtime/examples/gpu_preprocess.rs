@@ -62,19 +62,19 @@ fn main() {
         let mut gpu = GpuPreprocess::new(&context, plan.clone()).unwrap_or_else(|e| fail("kernels", e));
         let mut out = stream.alloc_zeros::<f32>(gpu.item_len()).unwrap();
         for _ in 0..20 {
-            gpu.run(&frame, &mut out).unwrap();
+            gpu.run(&frame, &mut out.as_view_mut()).unwrap();
         }
         stream.synchronize().unwrap();
         let started = Instant::now();
         for _ in 0..iterations {
-            gpu.run(&frame, &mut out).unwrap();
+            gpu.run(&frame, &mut out.as_view_mut()).unwrap();
             stream.synchronize().unwrap();
         }
         let gpu_ms = started.elapsed().as_secs_f64() * 1e3 / iterations as f64;
         // Back to back, timed by events: each iteration's frame copy and kernel, no host waits.
         let start = stream.record_event(timing).unwrap();
         for _ in 0..iterations {
-            gpu.run(&frame, &mut out).unwrap();
+            gpu.run(&frame, &mut out.as_view_mut()).unwrap();
         }
         let end = stream.record_event(timing).unwrap();
         end.synchronize().unwrap();

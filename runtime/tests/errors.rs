@@ -215,9 +215,11 @@ fn tensorrt_on_a_machine_without_it_names_what_is_missing() {
         |err: &str| err.contains("libnvinfer not found") || err.contains("without TensorRT's headers");
     let digits_path = model("digits_mlp_nchw.toml");
     let digits = s(&digits_path);
+    let images = env!("CARGO_MANIFEST_DIR").to_string() + "/../models/images";
     for args in [
         vec!["bench", "--backend", "tensorrt", "--model", digits],
         vec!["build-engine", "--onnx", digits, "--out", "/nonexistent/m.engine"],
+        vec!["build-engine", "--onnx", digits, "--out", "/nonexistent/m.engine", "--calib", &images],
     ] {
         let out = edgert(&args);
         let err = stderr(&out);
@@ -233,9 +235,9 @@ fn tensorrt_on_a_machine_without_it_names_what_is_missing() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
     fails(
-        &["build-engine", "--onnx", digits, "--out", "/tmp/m.engine", "--calib", "/tmp"],
+        &["build-engine", "--onnx", digits, "--out", "/tmp/m.engine", "--calib-cache", "/tmp/c"],
         2,
-        &["--calib", "Q/DQ"],
+        &["--calib"],
     );
 }
 

@@ -262,7 +262,9 @@ fn source_errors_and_misuse_are_one_line_errors() {
     } else {
         "/dev/null: not a V4L2 device"
     };
-    let cases: [(&[&str], i32, &str); 7] = [
+    let gpu_on_cpu =
+        "--preprocess gpu writes the model's input in GPU memory, which backend 'cpu' does not read";
+    let cases: [(&[&str], i32, &str); 9] = [
         (&["bench", "-m", &model, "--source", &short, "--duration-s", "0.2"], 2, "the source ended after"),
         (&["run", "-m", &model, "--source", "v4l2:///dev/video7"], 2, "/dev/video7: no such device"),
         (&["run", "-m", &model, "--source", "v4l2:///dev/null"], 2, not_v4l2),
@@ -270,6 +272,8 @@ fn source_errors_and_misuse_are_one_line_errors() {
         (&["run", "-m", &model, "--source", "synthetic:64x48", "--input", "x.png"], 2, "cannot be used with"),
         (&["run", "-m", &model, "--drop", "none", "--input", "x.png"], 2, "--drop needs --source"),
         (&["bench", "-m", &model, "--queue-depth", "3"], 2, "--queue-depth needs --source"),
+        (&["bench", "-m", &model, "--preprocess", "gpu"], 2, "--preprocess needs --source"),
+        (&["run", "-m", &model, "--source", "synthetic:64x48", "--preprocess", "gpu"], 2, gpu_on_cpu),
     ];
     for (args, code, message) in cases {
         let out = edgert(args);

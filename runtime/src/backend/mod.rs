@@ -56,6 +56,24 @@ pub trait Session: Send {
     fn device_timing(&self) -> Option<DeviceTiming> {
         None
     }
+
+    /// Whether `run_on_device` works: the backend reads its input from GPU memory in place.
+    fn takes_device_input(&self) -> bool {
+        false
+    }
+
+    /// Runs one batch that GPU preprocessing left in device memory, without copying it.
+    fn run_on_device(&mut self, _input: &DeviceInput) -> Result<Vec<HostTensor>> {
+        Err(Error::Usage("this backend takes its input in host memory, not on the GPU".into()))
+    }
+}
+
+/// A batch in GPU-visible memory at `address`: `shape`'s values, as f16 bits when `half`, else f32.
+#[derive(Debug, Clone, Copy)]
+pub struct DeviceInput<'a> {
+    pub address: u64,
+    pub shape: &'a [usize],
+    pub half: bool,
 }
 
 /// A GPU run as trtexec splits it: copies and GPU work timed by CUDA events, and the host time

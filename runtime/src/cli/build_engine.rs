@@ -16,9 +16,13 @@ pub struct BuildEngineArgs {
     #[arg(long, value_enum, value_name = "P")]
     #[cfg(feature = "tensorrt")]
     precision: Option<crate::backend::tensorrt::Precision>,
-    /// Folder of calibration images for calibrator-based INT8 (not supported: use a Q/DQ model).
-    #[arg(long, value_name = "DIR")]
+    /// Calibrator-based INT8 for a model without Q/DQ nodes (TensorRT 8.5 to 10): images (a
+    /// folder, through the manifest's preprocessing) or an .npz of inputs. Implies --precision int8.
+    #[arg(long, value_name = "DIR|NPZ")]
     calib: Option<PathBuf>,
+    /// TensorRT's calibration cache: used instead of --calib's batches when it exists, written after.
+    #[arg(long, value_name = "FILE")]
+    calib_cache: Option<PathBuf>,
     /// Build for this DLA core, falling back to the GPU per layer.
     #[arg(long, value_name = "N")]
     dla: Option<u32>,
@@ -50,14 +54,12 @@ pub fn main(_args: BuildEngineArgs) -> anyhow::Result<ExitCode> {
 
 #[cfg(feature = "tensorrt")]
 pub fn main(args: BuildEngineArgs) -> anyhow::Result<ExitCode> {
-    use crate::backend::tensorrt::{cache, TensorrtBackend, TrtOptions};
+    use crate::backend::tensorrt::{cache, Calibration, TensorrtBackend, TrtOptions};
     use crate::Error;
 
-    if args.calib.is_some() {
+    if args.calib_cache.is_some() && args.calib.is_none() {
         return Err(Error::Usage(
-            "--calib: calibrator-based INT8 is not supported (TensorRT 10.1 deprecated it and 11 removed it); \
-             quantize the model with Q/DQ nodes, which every TensorRT release builds in INT8"
-                .into(),
+            "--calib-cache needs --calib: the set to calibrate on when the cache is missing".into(),
         )
         .into());
     }
@@ -72,6 +74,7 @@ pub fn main(args: BuildEngineArgs) -> anyhow::Result<ExitCode> {
         sparsity: args.sparsity,
         engine_cache: None,
         timing_cache: args.timing_cache.clone(),
+        calibration: args.calib.map(|set| Calibration { set, cache: args.calib_cache }),
     };
     let started = std::time::Instant::now();
     let (plan, info) = TensorrtBackend::with_options(options).build(&model, args.batch)?;

@@ -73,6 +73,16 @@ pub struct SourceArgs {
     /// Seconds without a frame after which the source counts as stalled or unplugged [default: 5].
     #[arg(long, value_parser = positive)]
     timeout_s: Option<f64>,
+    /// Where frames are preprocessed: cpu, or gpu (CUDA, straight into --backend tensorrt's input
+    /// in GPU memory; frames read in place on a Jetson) [default: cpu].
+    #[arg(long, value_enum, value_name = "ON")]
+    preprocess: Option<PreprocessOn>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PreprocessOn {
+    Cpu,
+    Gpu,
 }
 
 impl SourceArgs {
@@ -85,6 +95,7 @@ impl SourceArgs {
             duration: None,
             min_frames: 0,
             timeout: Duration::from_secs_f64(self.timeout_s.unwrap_or(5.0)),
+            gpu_preprocess: self.preprocess == Some(PreprocessOn::Gpu),
         }
     }
 
@@ -99,6 +110,7 @@ impl SourceArgs {
             ("--drop", self.drop.is_some()),
             ("--queue-depth", self.queue_depth.is_some()),
             ("--timeout-s", self.timeout_s.is_some()),
+            ("--preprocess", self.preprocess.is_some()),
             ("--fps", o.fps.is_some()),
             ("--loop", o.looped),
             ("--width", o.width.is_some()),

@@ -39,6 +39,7 @@ impl TrtArgs {
             sparsity: self.trt_sparsity,
             engine_cache: self.trt_engine_cache.clone(),
             timing_cache: self.trt_timing_cache.clone(),
+            calibration: None,
         });
     }
 }

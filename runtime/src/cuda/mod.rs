@@ -6,6 +6,7 @@
 
 pub mod compile;
 pub mod device;
+pub mod host;
 
 #[cfg(not(any(
     feature = "cuda-11040",

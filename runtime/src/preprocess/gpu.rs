@@ -1,17 +1,20 @@
 //! The fused pass on an NVIDIA GPU (feature `cuda`): `FusedPreprocess`'s plan (the same taps, gain
-//! and bias as the CPU pass) uploaded once, each frame copied to the device, and one kernel launch
-//! (`kernels/fused.cu`, compiled by NVRTC for this GPU) writing the model's input in device memory,
-//! as f32 or f16. Tests compare it with the CPU reference on a machine with a GPU.
+//! and bias as the CPU pass) uploaded once, each frame put where the GPU reads it (`FrameUpload`:
+//! in place on a Jetson), and one kernel launch (`kernels/fused.cu`, compiled by NVRTC for this
+//! GPU) writing the model's input in device memory, as f32 or f16: straight into the inference
+//! input buffer. Tests compare it with the CPU reference on a machine with a GPU.
 
 use std::sync::Arc;
 
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaSlice, CudaStream, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
+    CudaContext, CudaFunction, CudaSlice, CudaStream, CudaViewMut, DevicePtr, DeviceRepr, LaunchConfig,
+    PushKernelArg,
 };
 
 use super::frame::{Frame, PixelFormat};
 use super::fused::{FusedPreprocess, Tap};
 use super::Geometry;
+use crate::cuda::host::FrameUpload;
 use crate::cuda::{compile, driver_error, GpuError};
 use crate::model::manifest::{ChannelOrder, Layout};
 
@@ -73,8 +76,7 @@ pub struct GpuPreprocess {
     columns: CudaSlice<GpuTap>,
     rows: CudaSlice<GpuTap>,
     kernels: [CudaFunction; 2],
-    /// The last frame, on the device; grown when a frame needs more.
-    frame: Option<CudaSlice<u8>>,
+    frames: FrameUpload,
 }
 
 fn taps(taps: &[Tap]) -> Result<Vec<GpuTap>, GpuError> {
@@ -98,7 +100,8 @@ impl GpuPreprocess {
         let upload =
             |t: &[Tap]| stream.clone_htod(&taps(t)?).map_err(|e| driver_error("uploading the plan", e));
         let (columns, rows) = (upload(&plan.columns)?, upload(&plan.rows)?);
-        Ok(GpuPreprocess { plan, stream, columns, rows, kernels, frame: None })
+        let frames = FrameUpload::new(stream.clone())?;
+        Ok(GpuPreprocess { plan, stream, columns, rows, kernels, frames })
     }
 
     pub fn stream(&self) -> &Arc<CudaStream> {
@@ -110,22 +113,18 @@ impl GpuPreprocess {
         self.plan.item_len()
     }
 
-    /// Copies `frame` to the device and fills `out` (`item_len` values, f32 or f16 bits) on the
-    /// stream; the result is ready once the stream is synchronized.
-    pub fn run<T: Output>(&mut self, frame: &Frame, out: &mut CudaSlice<T>) -> Result<Geometry, GpuError> {
+    /// Whether frames are read in place from mapped host memory (an integrated GPU).
+    pub fn is_zero_copy(&self) -> bool {
+        self.frames.is_zero_copy()
+    }
+
+    /// Puts `frame` where the GPU reads it and fills `out` (`item_len` values, f32 or f16 bits) on
+    /// the stream; the result is ready once the stream is synchronized.
+    pub fn run<T: Output>(&mut self, frame: &Frame, out: &mut CudaViewMut<T>) -> Result<Geometry, GpuError> {
         self.plan.check(frame, out.len()).map_err(GpuError::Input)?;
         let bytes = frame.format.frame_bytes(frame.stride, frame.height);
+        let frame_ptr = self.frames.upload(&frame.data[..bytes])?;
         let stream = &self.stream;
-        if self.frame.as_ref().is_none_or(|f| f.len() < bytes) {
-            self.frame = Some(
-                stream.alloc_zeros::<u8>(bytes).map_err(|e| driver_error("cudaMalloc for the frame", e))?,
-            );
-        }
-        let device_frame = self.frame.as_mut().expect("allocated above");
-        stream
-            .memcpy_htod(&frame.data[..bytes], &mut device_frame.slice_mut(..bytes))
-            .map_err(|e| driver_error("copying the frame to the GPU", e))?;
-        let (frame_ptr, _frame_sync) = device_frame.device_ptr(stream);
         let (columns, _columns_sync) = self.columns.device_ptr(stream);
         let (rows, _rows_sync) = self.rows.device_ptr(stream);
         let plan = &self.plan;

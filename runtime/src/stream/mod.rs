@@ -4,6 +4,7 @@
 //! prediction still do). Every frame's glass-to-glass time runs from the moment the source
 //! delivered it to its prediction.
 
+mod gpu;
 pub mod queue;
 mod stages;
 #[cfg(test)]
@@ -34,6 +35,8 @@ pub struct StreamConfig {
     pub min_frames: u64,
     /// A source that gives no frame for this long has stalled: the run ends with an error.
     pub timeout: Duration,
+    /// Preprocess on the GPU, into the inference input in GPU memory (`--preprocess gpu`).
+    pub gpu_preprocess: bool,
 }
 
 /// One frame's prediction, handed to the caller as it comes.
@@ -70,6 +73,8 @@ pub struct StreamStats {
     pub source_fps: Option<f64>,
     pub drop_policy: DropPolicy,
     pub queue_depth: usize,
+    /// `cpu`, `gpu`, or `gpu-zero-copy` (frames read in place from mapped memory, on a Jetson).
+    pub preprocess_on: &'static str,
     pub frames_captured: u64,
     pub frames_processed: u64,
     /// Damaged frames the source skipped (corrupt or truncated MJPEG).
@@ -125,9 +130,17 @@ pub fn run(
     let info = source.info().clone();
     let fused = pipeline.frame_preprocess(info.width, info.height)?;
     let input_shape = pipeline.model.input_shape(pipeline.options.batch);
+    let input_spec = pipeline.prepared().inputs()[0].clone();
+    let backend = pipeline.backend.clone();
     let (session, postprocess) = pipeline.split();
+    let gpu = gpu::open(config.gpu_preprocess, &fused, session, &backend, &input_spec, &input_shape)?;
+    let preprocess_on = match &gpu {
+        None => "cpu",
+        Some(gpu) if gpu.is_zero_copy() => "gpu-zero-copy",
+        Some(_) => "gpu",
+    };
     let measured =
-        stages::run(&info, fused, input_shape, session, &postprocess, config, stop, on_result, source);
+        stages::run(&info, fused, gpu, input_shape, session, &postprocess, config, stop, on_result, source);
     let samples = measured.samples;
     let stats = |v: &[f64]| LatencyStats::from_ms(v);
     let stages = (|| {
@@ -151,6 +164,7 @@ pub fn run(
             source_fps: info.fps,
             drop_policy: config.drop,
             queue_depth: config.queue_depth,
+            preprocess_on,
             frames_captured: measured.captured,
             frames_processed: processed,
             frames_skipped_by_source: measured.skipped,

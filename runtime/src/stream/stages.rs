@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
+use super::gpu::{DeviceBatch, GpuStage};
 use super::queue::{pop, DropPolicy, Pool, Queue};
 use super::{Buffers, Ending, FrameResult, StreamConfig};
 use crate::backend::Session;
@@ -36,9 +37,12 @@ struct Item {
     geometry: Geometry,
 }
 
-/// One inference's input: a batch tensor and the frames in it.
+/// One inference's input: a batch tensor (its values, or with GPU preprocessing only its shape)
+/// and the frames in it.
 struct BatchSlot {
     tensor: HostTensor,
+    /// The batch in GPU memory, with `--preprocess gpu`.
+    device: Option<DeviceBatch>,
     items: Vec<Item>,
     preprocess: Duration,
     inference: Duration,
@@ -72,6 +76,7 @@ fn joined<T>(name: &str, result: std::thread::Result<T>) -> T {
 pub(super) fn run(
     info: &SourceInfo,
     fused: FusedPreprocess,
+    gpu: Option<GpuStage>,
     input_shape: Vec<usize>,
     session: &mut dyn Session,
     postprocess: &Postprocess,
@@ -95,6 +100,7 @@ pub(super) fn run(
     let tensor_pool = (2 * depth + 3) as u64;
     let tensors = Pool::new(tensor_pool as usize, move || BatchSlot {
         tensor: HostTensor::zeros(&input_shape),
+        device: None,
         items: Vec::with_capacity(batch),
         preprocess: Duration::ZERO,
         inference: Duration::ZERO,
@@ -106,7 +112,8 @@ pub(super) fn run(
     let (capture, preprocessed, inferred, posted) = std::thread::scope(|s| {
         let capture = s.spawn(|| capture_stage(source, info, config, stop, &abort, &frames, to_preprocess));
         let preprocessed = s.spawn(|| {
-            preprocess_stage(info, &fused, batch, &abort, &frames, &tensors, preprocess_in, to_inference)
+            let passes = Passes { fused: &fused, gpu };
+            preprocess_stage(info, passes, batch, &abort, &frames, &tensors, preprocess_in, to_inference)
         });
         let inferred = s.spawn(|| inference_stage(session, &abort, &tensors, inference_in, to_postprocess));
         let posted = postprocess_stage(postprocess, &abort, &tensors, postprocess_in, on_result);
@@ -202,11 +209,34 @@ fn capture_stage(
     CaptureEnd { captured, dropped: queue.dropped(), skipped: source.skipped(), first, ending }
 }
 
+/// The preprocessing pass: on the CPU into the batch tensor, or on the GPU into GPU memory.
+struct Passes<'a> {
+    fused: &'a FusedPreprocess,
+    gpu: Option<GpuStage>,
+}
+
+impl Passes<'_> {
+    fn fill(&mut self, slot: &mut BatchSlot, k: usize, frame: &Frame) -> Result<Geometry, String> {
+        match &mut self.gpu {
+            Some(gpu) => gpu.fill(&mut slot.device, k, frame),
+            None => {
+                let len = self.fused.item_len();
+                self.fused.run(frame, &mut slot.tensor.data[k * len..(k + 1) * len])
+            }
+        }
+    }
+
+    /// Waits until the batch is complete where the inference stage will read it.
+    fn finish(&self) -> Result<(), String> {
+        self.gpu.as_ref().map_or(Ok(()), GpuStage::finish)
+    }
+}
+
 /// Fills batch tensors from frames; the frames dropped before inference, or why it failed.
 #[allow(clippy::too_many_arguments)]
 fn preprocess_stage(
     info: &SourceInfo,
-    fused: &FusedPreprocess,
+    mut passes: Passes,
     batch: usize,
     abort: &AtomicBool,
     frames: &Pool<FrameSlot>,
@@ -214,8 +244,11 @@ fn preprocess_stage(
     input: Receiver<FrameSlot>,
     output: Queue<BatchSlot>,
 ) -> Result<u64, String> {
-    let item_len = fused.item_len();
     let mut filling: Option<BatchSlot> = None;
+    let fail = |reason: String| {
+        abort.store(true, Ordering::Relaxed);
+        Err(format!("{}: frame cannot be preprocessed: {reason}", info.uri))
+    };
     let send = |slot: BatchSlot| output.push(slot, abort, |old| tensors.give(old));
     while let Some(frame) = pop(&input, abort) {
         let slot = filling.get_or_insert_with(|| {
@@ -226,8 +259,11 @@ fn preprocess_stage(
         });
         let k = slot.items.len();
         let started = Instant::now();
-        let geometry = Frame::new(info.format, info.width, info.height, frame.stride, &frame.data)
-            .and_then(|f| fused.run(&f, &mut slot.tensor.data[k * item_len..(k + 1) * item_len]));
+        let mut geometry = Frame::new(info.format, info.width, info.height, frame.stride, &frame.data)
+            .and_then(|f| passes.fill(slot, k, &f));
+        if k + 1 == batch {
+            geometry = geometry.and_then(|g| passes.finish().map(|()| g));
+        }
         slot.preprocess += started.elapsed();
         let item = geometry.map(|geometry| Item {
             sequence: frame.sequence,
@@ -238,10 +274,7 @@ fn preprocess_stage(
         frames.give(frame);
         match item {
             Ok(item) => slot.items.push(item),
-            Err(reason) => {
-                abort.store(true, Ordering::Relaxed);
-                return Err(format!("{}: frame cannot be preprocessed: {reason}", info.uri));
-            }
+            Err(reason) => return fail(reason),
         }
         if slot.items.len() == batch && !send(filling.take().expect("filled")) {
             break;
@@ -249,6 +282,9 @@ fn preprocess_stage(
     }
     // The stream ended mid-batch: the frames so far still get their predictions.
     if let Some(partial) = filling.filter(|slot| !slot.items.is_empty()) {
+        if let Err(reason) = passes.finish() {
+            return fail(reason);
+        }
         send(partial);
     }
     Ok(output.dropped())
@@ -263,7 +299,11 @@ fn inference_stage(
 ) -> Result<(), String> {
     while let Some(mut slot) = pop(&input, abort) {
         let started = Instant::now();
-        match session.run(&slot.tensor) {
+        let outputs = match &slot.device {
+            Some(device) => session.run_on_device(&device.input(&slot.tensor.shape)),
+            None => session.run(&slot.tensor),
+        };
+        match outputs {
             Ok(outputs) => {
                 slot.inference = started.elapsed();
                 if !output.push((slot, outputs), abort, |(old, _)| tensors.give(old)) {

@@ -24,6 +24,7 @@ fn config(drop: DropPolicy, frames: u64) -> StreamConfig {
         duration: None,
         min_frames: 0,
         timeout: Duration::from_secs(2),
+        gpu_preprocess: false,
     }
 }
 
@@ -93,6 +94,7 @@ fn without_dropping_every_frame_is_predicted_in_order_and_no_buffer_is_made_afte
     let (run, seen) = stream(&mut pipeline, &mut source, &config(DropPolicy::None, 200), &stop, |_| Ok(()));
     let stats = &run.stats;
     assert_eq!(stats.ending, Ending::Frames);
+    assert_eq!(stats.preprocess_on, "cpu");
     assert_eq!(seen, (0..200).collect::<Vec<_>>());
     assert_eq!((stats.frames_captured, stats.frames_processed), (200, 200));
     assert_eq!(stats.dropped_before_preprocess + stats.dropped_before_inference, 0);
@@ -198,4 +200,17 @@ fn a_duration_limit_ends_the_run() {
     // 100 fps for 0.3 s: about 30 frames, the first at once.
     assert!((20..=32).contains(&seen.len()), "{}", seen.len());
     assert_eq!(run.stats.source_fps, Some(100.0));
+}
+
+#[test]
+fn gpu_preprocessing_is_refused_for_a_backend_that_reads_host_memory_before_any_frame() {
+    let mut pipeline = pipeline(1);
+    let mut source = Synthetic::new("synthetic:64x48,yuyv", PixelFormat::Yuyv, 64, 48, None).unwrap();
+    let config = StreamConfig { gpu_preprocess: true, ..config(DropPolicy::None, 5) };
+    let stop = AtomicBool::new(false);
+    let error = run(&mut pipeline, &mut source, &config, &stop, &mut |_| Ok(())).err().unwrap();
+    let message = error.to_string();
+    assert!(message.contains("which backend 'cpu' does not read: use --backend tensorrt"), "{message}");
+    assert_eq!(error.exit_code(), 2);
+    assert_eq!(source.info().uri, "synthetic:64x48,yuyv");
 }

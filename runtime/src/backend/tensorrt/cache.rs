@@ -23,6 +23,9 @@ pub struct EngineInfo {
     pub precision: String,
     /// Input shapes the engine takes: `1x3x224x224`, or `min..opt..max` for a dynamic input.
     pub profile: String,
+    /// The calibration set's digest, for calibrator-based INT8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration_sha256: Option<String>,
 }
 
 impl EngineInfo {
@@ -139,6 +142,7 @@ mod tests {
             dla_core: None,
             precision: "fp16".into(),
             profile: "1x3x224x224".into(),
+            calibration_sha256: None,
         }
     }
 
@@ -152,6 +156,7 @@ mod tests {
             EngineInfo { dla_core: Some(0), ..base.clone() },
             EngineInfo { precision: "int8".into(), ..base.clone() },
             EngineInfo { profile: "4x3x224x224".into(), ..base.clone() },
+            EngineInfo { calibration_sha256: Some("ef".repeat(32)), ..base.clone() },
         ];
         for other in changed {
             assert_ne!(other.cache_name(), base.cache_name(), "{other:?}");

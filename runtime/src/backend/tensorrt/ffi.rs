@@ -118,6 +118,8 @@ pub struct Binding {
     pub name: *const c_char,
     pub host: *mut c_void,
     pub bytes: usize,
+    /// Non-null: the tensor is in GPU-visible memory at this address and nothing is copied.
+    pub device: *mut c_void,
 }
 
 #[repr(C)]
@@ -143,6 +145,21 @@ pub struct BuildOptions {
     pub profile_min: [i64; MAX_DIMS],
     pub profile_opt: [i64; MAX_DIMS],
     pub profile_max: [i64; MAX_DIMS],
+    pub calibrator: *const Calibrator,
+}
+
+/// `next_batch(user, name, host, bytes)`: 1 filled, 0 no more batches, -1 failed.
+pub type NextBatch = unsafe extern "C" fn(*mut c_void, *const c_char, *mut c_void, usize) -> i32;
+pub type WriteCache = unsafe extern "C" fn(*mut c_void, *const c_void, usize);
+
+#[repr(C)]
+pub struct Calibrator {
+    pub user: *mut c_void,
+    pub batch_size: i32,
+    pub next_batch: NextBatch,
+    pub cache: *const c_void,
+    pub cache_bytes: usize,
+    pub write_cache: WriteCache,
 }
 
 #[repr(C)]
@@ -306,11 +323,16 @@ mod tests {
             offset_of!(Tensor, dims),
             size_of::<Device>(),
             size_of::<Binding>(),
+            offset_of!(Binding, device),
             size_of::<Timing>(),
             size_of::<BuildOptions>(),
             offset_of!(BuildOptions, timing_cache),
             offset_of!(BuildOptions, profile_nb_dims),
             offset_of!(BuildOptions, profile_max),
+            offset_of!(BuildOptions, calibrator),
+            size_of::<Calibrator>(),
+            offset_of!(Calibrator, next_batch),
+            offset_of!(Calibrator, write_cache),
             size_of::<Blob>(),
         ];
         assert_eq!(&c[..count], &rust[..]);

@@ -160,10 +160,14 @@ impl Drop for Engine {
     }
 }
 
-/// Host memory of one tensor for a run.
+/// Memory of one tensor for a run.
 pub enum Buffer<'a> {
+    /// Host memory, copied to the GPU before the run.
     In(&'a [u8]),
+    /// Host memory, copied back from the GPU after the run.
     Out(&'a mut [u8]),
+    /// GPU-visible memory (an address and its size) the engine reads or writes in place.
+    Device(*mut c_void, usize),
 }
 
 /// One execution context with its stream and device buffers: one per session thread.
@@ -221,12 +225,14 @@ impl Context {
             .iter()
             .zip(buffers.iter_mut())
             .map(|(t, b)| {
-                let (host, bytes) = match b {
+                let null = std::ptr::null_mut();
+                let (host, bytes, device) = match b {
                     // The shim only reads inputs.
-                    Buffer::In(b) => (b.as_ptr() as *mut c_void, b.len()),
-                    Buffer::Out(b) => (b.as_mut_ptr() as *mut c_void, b.len()),
+                    Buffer::In(b) => (b.as_ptr() as *mut c_void, b.len(), null),
+                    Buffer::Out(b) => (b.as_mut_ptr() as *mut c_void, b.len(), null),
+                    Buffer::Device(address, bytes) => (null, *bytes, *address),
                 };
-                ffi::Binding { name: t.c_name.as_ptr(), host, bytes }
+                ffi::Binding { name: t.c_name.as_ptr(), host, bytes, device }
             })
             .collect();
         let mut error = ErrorBuf::new();

@@ -17,13 +17,24 @@ use crate::model::onnx;
 const MAGIC: &[u8] = b"EDGERT-MOCK-TRT\n";
 
 #[derive(Serialize, Deserialize)]
-struct Stamp {
+pub struct Stamp {
     tensorrt: i32,
     sm: String,
     fp16: bool,
     int8: bool,
     /// The inputs' and outputs' type (`ffi::F32`, `F16` as with `--inputIOFormats=fp16:chw`, ...).
     io_dtype: i32,
+    #[serde(default)]
+    pub calibrated: Option<Calibrated>,
+}
+
+/// What a calibrator gave the mock builder.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Calibrated {
+    pub batches: usize,
+    /// Mean of every value fed, to tell real inputs from zeros.
+    pub mean: f64,
+    pub from_cache: bool,
 }
 
 struct MockRuntime {
@@ -58,7 +69,16 @@ fn fail(error: *mut ErrorBuf, message: &str) {
 
 /// A stamped plan for `onnx`, as if TensorRT `version` had built it for a GPU of compute `sm`.
 pub fn plan(onnx: &[u8], version: i32, sm: &str, io_dtype: i32) -> Vec<u8> {
-    stamped(&Stamp { tensorrt: version, sm: sm.into(), fp16: false, int8: false, io_dtype }, onnx)
+    let stamp =
+        Stamp { tensorrt: version, sm: sm.into(), fp16: false, int8: false, io_dtype, calibrated: None };
+    stamped(&stamp, onnx)
+}
+
+/// The stamp of a plan the mock built.
+pub fn stamp(plan: &[u8]) -> Stamp {
+    let rest = plan.strip_prefix(MAGIC).expect("a mock plan");
+    let split = rest.iter().position(|&b| b == b'\n').unwrap();
+    serde_json::from_slice(&rest[..split]).unwrap()
 }
 
 fn stamped(stamp: &Stamp, onnx: &[u8]) -> Vec<u8> {
@@ -301,7 +321,7 @@ unsafe extern "C" fn context_run(
     }
     // Device memory for every buffer, as the shim allocates it: lets tests run out of it.
     let mut device = Vec::new();
-    for binding in bindings {
+    for binding in bindings.iter().filter(|b| b.device.is_null()) {
         let mut pointer = std::ptr::null_mut();
         let code = (symbols.cuda_malloc.unwrap())(&mut pointer, binding.bytes);
         if code != 0 {
@@ -316,13 +336,16 @@ unsafe extern "C" fn context_run(
         fail(error, "set every input's shape first");
         return 1;
     };
+    // Memory bound in place is read and written where it is: host memory in these tests, as
+    // mapped memory is on a Jetson.
+    let memory = |b: &Binding| if b.device.is_null() { b.host } else { b.device };
     let input = &bindings[0];
     let is_f16 = engine.io_dtype == ffi::F16;
     let values: Vec<f32> = if is_f16 {
-        let bits = std::slice::from_raw_parts(input.host.cast::<u16>(), input.bytes / 2);
+        let bits = std::slice::from_raw_parts(memory(input).cast::<u16>(), input.bytes / 2);
         bits.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect()
     } else {
-        std::slice::from_raw_parts(input.host.cast::<f32>(), input.bytes / 4).to_vec()
+        std::slice::from_raw_parts(memory(input).cast::<f32>(), input.bytes / 4).to_vec()
     };
     let started = Instant::now();
     let (plan, _) = &context.plans[&shape];
@@ -338,9 +361,9 @@ unsafe extern "C" fn context_run(
         }
         if is_f16 {
             let bits: Vec<u16> = data.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
-            std::ptr::copy_nonoverlapping(bits.as_ptr(), binding.host.cast::<u16>(), bits.len());
+            std::ptr::copy_nonoverlapping(bits.as_ptr(), memory(binding).cast::<u16>(), bits.len());
         } else {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), binding.host.cast::<f32>(), data.len());
+            std::ptr::copy_nonoverlapping(data.as_ptr(), memory(binding).cast::<f32>(), data.len());
         }
     }
     for pointer in device {
@@ -366,18 +389,76 @@ unsafe extern "C" fn build(
         fail(error, "the ONNX parser refused the model: not an ONNX protobuf");
         return 1;
     }
+    let calibrated = match options.calibrator.as_ref() {
+        None => None,
+        Some(_) if options.int8 == 0 => {
+            fail(error, "a calibrator needs INT8 precision");
+            return 1;
+        }
+        Some(_) if runtime.version >= 110000 => {
+            fail(error, "TensorRT 11 has no INT8 calibrator: quantize the model with Q/DQ nodes");
+            return 1;
+        }
+        Some(calibrator) => match calibrate(calibrator, model, options) {
+            Ok(calibrated) => Some(calibrated),
+            Err(message) => {
+                fail(error, &message);
+                return 1;
+            }
+        },
+    };
     let stamp = Stamp {
         tensorrt: runtime.version,
         sm: runtime.sm.clone(),
         fp16: options.fp16 != 0,
         int8: options.int8 != 0,
         io_dtype: ffi::F32,
+        calibrated,
     };
     *plan = leak(stamped(&stamp, model));
     if !timing_cache.is_null() {
         *timing_cache = leak(b"mock timing cache".to_vec());
     }
     0
+}
+
+/// Pulls batches as TensorRT's builder does, at the profile's optimum shape, and writes a
+/// calibration cache; or takes the cache it is given instead.
+unsafe fn calibrate(
+    calibrator: &ffi::Calibrator,
+    model: &[u8],
+    options: &BuildOptions,
+) -> Result<Calibrated, String> {
+    let calibrated = if calibrator.cache_bytes > 0 {
+        Calibrated { batches: 0, mean: 0.0, from_cache: true }
+    } else {
+        let proto = onnx::framework().proto_model_for_read(&mut &model[..]).unwrap();
+        let name = CString::new(onnx::inputs(&proto)[0].name.clone()).unwrap();
+        let len: i64 = options.profile_opt[..options.profile_nb_dims as usize].iter().product();
+        let mut batch = vec![0f32; len as usize];
+        let (mut batches, mut sum, mut count) = (0, 0.0, 0usize);
+        loop {
+            let filled = (calibrator.next_batch)(
+                calibrator.user,
+                name.as_ptr(),
+                batch.as_mut_ptr().cast(),
+                batch.len() * 4,
+            );
+            match filled {
+                1 => {
+                    batches += 1;
+                    sum += batch.iter().map(|&v| v as f64).sum::<f64>();
+                    count += batch.len();
+                }
+                0 => break,
+                _ => return Err("calibration stopped: the calibration set failed".into()),
+            }
+        }
+        let cache = format!("mock calibration cache: {batches} batches");
+        (calibrator.write_cache)(calibrator.user, cache.as_ptr().cast(), cache.len());
+        Calibrated { batches, mean: sum / count.max(1) as f64, from_cache: false }
+    };
+    Ok(calibrated)
 }
 
 fn leak(bytes: Vec<u8>) -> Blob {
@@ -417,6 +498,9 @@ pub unsafe extern "C" fn tensorrt_10_3() -> i32 {
 }
 pub unsafe extern "C" fn tensorrt_8_6() -> i32 {
     8602
+}
+pub unsafe extern "C" fn tensorrt_11_1() -> i32 {
+    110100
 }
 pub unsafe extern "C" fn tensorrt_8_4() -> i32 {
     8401

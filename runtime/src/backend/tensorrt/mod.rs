@@ -4,6 +4,9 @@
 //! where TensorRT's headers exist, with libnvinfer and libcudart resolved at run time.
 
 pub mod cache;
+pub mod calibration;
+#[cfg(test)]
+mod calibration_tests;
 pub mod engine_file;
 mod ffi;
 mod handles;
@@ -19,12 +22,14 @@ pub mod version;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
+pub use calibration::Calibration;
 pub use options::{configure, Precision, TrtOptions};
 
 use super::{Backend, PrepareOptions, Prepared};
 use crate::model::Model;
 use crate::{Error, Result};
 use cache::{EngineCache, EngineInfo};
+use calibration::Feeder;
 use handles::Runtime;
 
 /// The symbols the shim calls, and the libraries they live in (kept open while in use).
@@ -121,27 +126,91 @@ impl TensorrtBackend {
     pub fn build(&self, model: &Model, batch: usize) -> Result<(Vec<u8>, EngineInfo)> {
         model.onnx("building an engine")?;
         let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
-        build_with(&runtime, model, batch, &self.options)
+        let (info, feeder) = planned(&runtime, model, batch, &self.options)?;
+        let plan = build_with(&runtime, model, batch, &self.options, feeder)?;
+        Ok((plan, info))
     }
 }
 
-/// The precision asked for, else what the model's weights are.
+/// The precision asked for, else INT8 when calibrating, else what the model's weights are.
 fn precision(model: &Model, options: &TrtOptions) -> Precision {
-    options.precision.unwrap_or_else(|| Precision::for_weights(model.precision()))
+    match (options.precision, &options.calibration) {
+        (Some(precision), _) => precision,
+        (None, Some(_)) => Precision::Int8,
+        (None, None) => Precision::for_weights(model.precision()),
+    }
+}
+
+/// The calibration set's feeder, once the calibration makes sense for this model and TensorRT.
+fn feeder(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOptions) -> Result<Option<Feeder>> {
+    let Some(calibration) = &options.calibration else {
+        return Ok(None);
+    };
+    let precision = precision(model, options);
+    if !precision.int8() {
+        return Err(Error::Usage(format!(
+            "--calib calibrates INT8: it needs precision int8 or best, not {}",
+            precision.name()
+        )));
+    }
+    if model.precision() == "int8-qdq" {
+        let reason = "is already quantized (Q/DQ nodes), and TensorRT takes its INT8 scales from them: \
+                      calibrate its FP32 model, or build this one without --calib";
+        return Err(Error::input(model.source_path(), reason));
+    }
+    if !runtime.version.has_int8_calibrator() {
+        return Err(Error::Usage(format!(
+            "--calib: TensorRT {} has no INT8 calibrator (TensorRT 11 removed it); quantize the model with \
+             Q/DQ nodes instead (models/variants.py)",
+            runtime.version
+        )));
+    }
+    Feeder::open(model, &calibration.set, batch).map(Some)
 }
 
 /// What an engine of `model` at `batch` would be built as, on this runtime.
-fn engine_info(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOptions) -> EngineInfo {
+fn engine_info(
+    runtime: &Runtime,
+    model: &Model,
+    batch: usize,
+    options: &TrtOptions,
+    feeder: Option<&Feeder>,
+) -> Result<EngineInfo> {
     let precision = precision(model, options);
     let shape: Vec<String> = model.input_shape(batch).iter().map(|d| d.to_string()).collect();
-    EngineInfo {
+    Ok(EngineInfo {
         model_sha256: model.sha256.clone(),
         tensorrt: runtime.version.to_string(),
         sm: runtime.sm(),
         dla_core: options.dla_core,
         precision: precision.name().into(),
         profile: shape.join("x"),
+        calibration_sha256: feeder.map(Feeder::digest).transpose()?,
+    })
+}
+
+/// The engine to build, and the calibration set's feeder when calibrating.
+fn planned(
+    runtime: &Runtime,
+    model: &Model,
+    batch: usize,
+    options: &TrtOptions,
+) -> Result<(EngineInfo, Option<Feeder>)> {
+    let feeder = feeder(runtime, model, batch, options)?;
+    let info = engine_info(runtime, model, batch, options, feeder.as_ref())?;
+    Ok((info, feeder))
+}
+
+/// Reads a cache file that may not exist yet.
+fn read_if_present(file: Option<&Path>) -> Result<Vec<u8>> {
+    match file {
+        Some(file) if file.exists() => std::fs::read(file).map_err(|e| Error::read(file, e)),
+        _ => Ok(Vec::new()),
     }
+}
+
+fn write_cache_file(file: &Path, bytes: &[u8]) -> Result<()> {
+    std::fs::write(file, bytes).map_err(|e| Error::Write { path: file.to_owned(), reason: e.to_string() })
 }
 
 fn build_with(
@@ -149,15 +218,14 @@ fn build_with(
     model: &Model,
     batch: usize,
     options: &TrtOptions,
-) -> Result<(Vec<u8>, EngineInfo)> {
+    mut feeder: Option<Feeder>,
+) -> Result<Vec<u8>> {
     let path = &model.onnx_path;
-    let info = engine_info(runtime, model, batch, options);
     let precision = precision(model, options);
     let onnx = std::fs::read(path).map_err(|e| Error::read(path, e))?;
-    let timing_cache = match &options.timing_cache {
-        Some(file) if file.exists() => std::fs::read(file).map_err(|e| Error::read(file, e))?,
-        _ => Vec::new(),
-    };
+    let timing_cache = read_if_present(options.timing_cache.as_deref())?;
+    let calibration_cache_file = options.calibration.as_ref().and_then(|c| c.cache.as_deref());
+    let calibration_cache = read_if_present(calibration_cache_file)?;
     // One profile, pinned to the batch asked for: a dynamic batch in the model becomes `batch`.
     let shape: Vec<i64> = model.input_shape(batch).iter().map(|&d| d as i64).collect();
     if shape.len() > ffi::MAX_DIMS {
@@ -165,6 +233,7 @@ fn build_with(
     }
     let mut dims = [0i64; ffi::MAX_DIMS];
     dims[..shape.len()].copy_from_slice(&shape);
+    let calibrator = feeder.as_mut().map(|f| f.raw(&calibration_cache));
     let build_options = ffi::BuildOptions {
         fp16: precision.fp16() as i32,
         int8: precision.int8() as i32,
@@ -177,17 +246,27 @@ fn build_with(
         profile_min: dims,
         profile_opt: dims,
         profile_max: dims,
+        calibrator: calibrator.as_ref().map_or(std::ptr::null(), |c| c as *const ffi::Calibrator),
     };
-    let (plan, new_timing_cache) = runtime.build(&onnx, &build_options).map_err(|reason| {
+    let built = runtime.build(&onnx, &build_options);
+    // The calibration set's own error (an unreadable image) says more than TensorRT's.
+    if let Some(error) = feeder.as_mut().and_then(|f| f.error.take()) {
+        return Err(error);
+    }
+    let (plan, new_timing_cache) = built.map_err(|reason| {
         Error::input(path, format!("TensorRT {} could not build an engine: {reason}", runtime.version))
     })?;
     if let Some(file) = &options.timing_cache {
         if !new_timing_cache.is_empty() {
-            std::fs::write(file, &new_timing_cache)
-                .map_err(|e| Error::Write { path: file.clone(), reason: e.to_string() })?;
+            write_cache_file(file, &new_timing_cache)?;
         }
     }
-    Ok((plan, info))
+    if let (Some(file), Some(feeder)) = (calibration_cache_file, &feeder) {
+        if !feeder.cache_out.is_empty() {
+            write_cache_file(file, &feeder.cache_out)?;
+        }
+    }
+    Ok(plan)
 }
 
 impl Backend for TensorrtBackend {
@@ -230,14 +309,14 @@ impl Backend for TensorrtBackend {
         }
         let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
         let trt = &self.options;
-        let info = engine_info(&runtime, model, options.batch, trt);
+        let (info, feeder) = planned(&runtime, model, options.batch, trt)?;
         let cache = EngineCache { dir: trt.engine_cache.clone().unwrap_or_else(EngineCache::default_dir) };
         let plan = match cache.load(&info)? {
             Some(plan) => plan,
             None => {
                 let (model_path, dir) = (model.onnx_path.display(), cache.dir.display());
                 eprintln!("edgert: building a TensorRT engine for {model_path} (cached in {dir})");
-                let (plan, info) = build_with(&runtime, model, options.batch, trt)?;
+                let plan = build_with(&runtime, model, options.batch, trt, feeder)?;
                 cache.store(&info, &plan)?;
                 plan
             }

@@ -1,5 +1,5 @@
 //! `--backend tensorrt` settings, process-wide like TensorRT's runtime: the build precision, DLA
-//! core, workspace, sparsity, and where built engines and the timing cache live.
+//! core, workspace, sparsity, calibration, and where built engines and the timing cache live.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -53,6 +53,8 @@ pub struct TrtOptions {
     pub engine_cache: Option<PathBuf>,
     /// TensorRT's timing cache, read before and written after a build: later builds go faster.
     pub timing_cache: Option<PathBuf>,
+    /// Calibrator-based INT8 for a model without Q/DQ nodes.
+    pub calibration: Option<super::calibration::Calibration>,
 }
 
 static CONFIGURED: OnceLock<TrtOptions> = OnceLock::new();

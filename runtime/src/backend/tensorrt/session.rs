@@ -7,7 +7,7 @@ use half::f16;
 
 use super::ffi;
 use super::handles::{Buffer, Context, Engine};
-use crate::backend::{DeviceTiming, Prepared, Session};
+use crate::backend::{DeviceInput, DeviceTiming, Prepared, Session};
 use crate::tensor::{HostTensor, TensorSpec};
 use crate::{Error, Result};
 
@@ -124,27 +124,52 @@ impl TrtSession {
     }
 }
 
-impl Session for TrtSession {
-    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>> {
-        if input.shape != self.shape {
-            self.set_shape(&input.shape)
-                .map_err(|reason| Error::Inference { path: self.path.clone(), reason })?;
+/// Where a run's input is.
+enum Input<'a> {
+    Host(&'a HostTensor),
+    Device(&'a DeviceInput<'a>),
+}
+
+impl TrtSession {
+    fn run_from(&mut self, input: Input) -> Result<Vec<HostTensor>> {
+        let path = self.path.clone();
+        let failed = |reason: String| Error::Inference { path: path.clone(), reason };
+        let shape = match input {
+            Input::Host(tensor) => &tensor.shape,
+            Input::Device(device) => device.shape,
+        };
+        if *shape != self.shape {
+            self.set_shape(shape).map_err(failed)?;
         }
         let mut outputs: Vec<HostTensor> =
             self.outputs.iter().map(|shape| HostTensor::zeros(shape)).collect();
-        if let Some(staged) = &mut self.input_f16 {
-            staged.clear();
-            staged.extend(input.data.iter().map(|&v| f16::from_f32(v)));
-        }
         for (staged, output) in self.outputs_f16.iter_mut().zip(&outputs) {
             if let Some(staged) = staged {
                 staged.resize(output.data.len(), f16::ZERO);
             }
         }
-        let input_bytes = match &self.input_f16 {
-            Some(staged) => bytes(staged),
-            None => bytes(&input.data),
+        let input_buffer = match input {
+            Input::Host(tensor) => match &mut self.input_f16 {
+                Some(staged) => {
+                    staged.clear();
+                    staged.extend(tensor.data.iter().map(|&v| f16::from_f32(v)));
+                    Buffer::In(bytes(staged))
+                }
+                None => Buffer::In(bytes(&tensor.data)),
+            },
+            Input::Device(device) => {
+                if device.half != self.input_f16.is_some() {
+                    let (engine, given) = if device.half { ("f32", "f16") } else { ("f16", "f32") };
+                    return Err(failed(format!(
+                        "the engine's input is {engine}, the GPU input given is {given}"
+                    )));
+                }
+                let values: usize = device.shape.iter().product();
+                let size = if device.half { 2 } else { 4 };
+                Buffer::Device(device.address as *mut std::ffi::c_void, values * size)
+            }
         };
+        let mut input_buffer = Some(input_buffer);
         let mut output_bytes =
             outputs.iter_mut().zip(self.outputs_f16.iter_mut()).map(|(o, staged)| match staged {
                 Some(staged) => bytes_mut(staged),
@@ -156,14 +181,11 @@ impl Session for TrtSession {
             .tensors
             .iter()
             .map(|t| match t.is_input {
-                true => Buffer::In(input_bytes),
+                true => input_buffer.take().expect("TrtPrepared checked one input"),
                 false => Buffer::Out(output_bytes.next().expect("one per output")),
             })
             .collect();
-        let timing = self
-            .context
-            .run(&mut buffers)
-            .map_err(|r| Error::Inference { path: self.path.clone(), reason: r })?;
+        let timing = self.context.run(&mut buffers).map_err(failed)?;
         drop(buffers);
         for (output, staged) in outputs.iter_mut().zip(&self.outputs_f16) {
             if let Some(staged) = staged {
@@ -178,8 +200,22 @@ impl Session for TrtSession {
         });
         Ok(outputs)
     }
+}
+
+impl Session for TrtSession {
+    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>> {
+        self.run_from(Input::Host(input))
+    }
 
     fn device_timing(&self) -> Option<DeviceTiming> {
         self.last
+    }
+
+    fn takes_device_input(&self) -> bool {
+        true
+    }
+
+    fn run_on_device(&mut self, input: &DeviceInput) -> Result<Vec<HostTensor>> {
+        self.run_from(Input::Device(input))
     }
 }

@@ -4,18 +4,18 @@
 use std::path::{Path, PathBuf};
 
 use super::{cache, ffi, mock, Loaded, Precision, TensorrtBackend, TrtOptions};
-use crate::backend::{cpu::CpuBackend, Backend, PrepareOptions};
+use crate::backend::{cpu::CpuBackend, Backend, DeviceInput, PrepareOptions};
 use crate::model::{BareModelOptions, Model};
 use crate::tensor::HostTensor;
 use crate::Error;
 
-fn orin_trt10() -> Loaded {
+pub(super) fn orin_trt10() -> Loaded {
     Ok((mock::symbols(mock::tensorrt_10_3, mock::orin, mock::malloc), None))
 }
 fn xavier_trt10() -> Loaded {
     Ok((mock::symbols(mock::tensorrt_10_3, mock::xavier, mock::malloc), None))
 }
-fn orin_trt8() -> Loaded {
+pub(super) fn orin_trt8() -> Loaded {
     Ok((mock::symbols(mock::tensorrt_8_6, mock::orin, mock::malloc), None))
 }
 fn orin_trt84() -> Loaded {
@@ -28,22 +28,22 @@ fn out_of_memory() -> Loaded {
     Ok((mock::symbols(mock::tensorrt_10_3, mock::orin, mock::malloc_out_of_memory), None))
 }
 
-fn backend(load: super::Loader, cache: &Path) -> TensorrtBackend {
+pub(super) fn backend(load: super::Loader, cache: &Path) -> TensorrtBackend {
     let options = TrtOptions { engine_cache: Some(cache.to_owned()), ..TrtOptions::default() };
     TensorrtBackend::with(Some(&mock::API), load, options)
 }
 
-fn model(name: &str) -> Model {
+pub(super) fn model(name: &str) -> Model {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models").join(name);
     Model::load(&path, &BareModelOptions::default()).unwrap()
 }
 
-fn digits(batch: usize) -> HostTensor {
+pub(super) fn digits(batch: usize) -> HostTensor {
     let data = (0..batch * 64).map(|i| ((i * 7) % 17) as f32).collect();
     HostTensor::new(vec![batch, 1, 8, 8], data)
 }
 
-fn engines_in(dir: &Path) -> Vec<PathBuf> {
+pub(super) fn engines_in(dir: &Path) -> Vec<PathBuf> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|d| {
             d.map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "engine")).collect()
@@ -165,6 +165,7 @@ fn an_engine_from_another_tensorrt_or_gpu_is_refused_with_how_to_rebuild() {
         dla_core: None,
         precision: "fp16".into(),
         profile: "1x1x8x8".into(),
+        calibration_sha256: None,
     };
     let path = write_engine(dir.path(), b"not even a plan", Some(&info));
     let message = backend(orin_trt10, dir.path()).prepare_engine_file(&path).err().unwrap().to_string();
@@ -271,4 +272,92 @@ fn a_manifest_naming_an_engine_runs_it_and_checks_its_input_name() {
     let model = Model::load(&path, &BareModelOptions::default()).unwrap();
     let message = trt.prepare(&model, &PrepareOptions::default()).err().unwrap().to_string();
     assert!(message.contains("input 'pixels' is not in the engine (its input: input)"), "{message}");
+}
+
+#[test]
+fn a_timing_cache_that_cannot_be_written_is_an_error_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut trt = backend(orin_trt10, dir.path());
+    let file = dir.path().join("missing-folder/timing.cache");
+    trt.options.timing_cache = Some(file.clone());
+    let error = trt.build(&model("digits_mlp_nchw.toml"), 1).unwrap_err();
+    assert!(matches!(&error, Error::Write { path, .. } if *path == file), "{error}");
+    assert!(error.to_string().contains("timing.cache: cannot write"), "{error}");
+    assert_eq!(error.exit_code(), 1);
+}
+
+#[test]
+fn a_damaged_cached_engine_is_an_error_naming_it_and_saying_to_delete_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let trt = backend(orin_trt10, dir.path());
+    let digits = model("digits_mlp_nchw.toml");
+    trt.prepare(&digits, &PrepareOptions::default()).unwrap();
+    let engines = engines_in(dir.path());
+    std::fs::write(&engines[0], b"half an engine").unwrap();
+    let error = trt.prepare(&digits, &PrepareOptions::default()).err().unwrap();
+    let message = error.to_string();
+    let name = engines[0].file_name().unwrap().to_string_lossy();
+    assert!(message.contains(&*name) && message.contains("delete it to rebuild"), "{message}");
+    assert_eq!(error.exit_code(), 2);
+}
+
+#[test]
+fn an_input_already_on_the_gpu_is_bound_in_place_and_gives_the_same_outputs() {
+    let dir = tempfile::tempdir().unwrap();
+    let prepared = backend(orin_trt10, dir.path())
+        .prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions { batch: 2, threads: 1 })
+        .unwrap();
+    let mut session = prepared.spawn().unwrap();
+    assert!(session.takes_device_input());
+    let input = digits(2);
+    let from_host = session.run(&input).unwrap();
+    // The mock reads "device" memory where it is, as a Jetson reads mapped memory.
+    let device = DeviceInput { address: input.data.as_ptr() as u64, shape: &input.shape, half: false };
+    let in_place = session.run_on_device(&device).unwrap();
+    assert_eq!(in_place[0].shape, from_host[0].shape);
+    assert_eq!(in_place[0].data, from_host[0].data);
+    let error = session.run_on_device(&DeviceInput { half: true, ..device }).unwrap_err();
+    assert!(error.to_string().contains("the engine's input is f32, the GPU input given is f16"), "{error}");
+    let cpu = CpuBackend.prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions::default()).unwrap();
+    assert!(!cpu.spawn().unwrap().takes_device_input());
+}
+
+#[test]
+fn gpu_preprocessing_into_an_engine_says_what_this_machine_lacks() {
+    use crate::capture::source::synthetic::Synthetic;
+    use crate::preprocess::frame::PixelFormat;
+    use crate::stream::{DropPolicy, StreamConfig};
+
+    let dir = tempfile::tempdir().unwrap();
+    let selected = crate::backend::Selected {
+        backend: Box::new(backend(orin_trt10, dir.path())),
+        requested: "tensorrt".into(),
+        fallback: None,
+    };
+    let mut pipeline =
+        crate::pipeline::Pipeline::open(model("digits_mlp_nchw.toml"), selected, PrepareOptions::default())
+            .unwrap();
+    let mut source = Synthetic::new("synthetic:64x48", PixelFormat::Yuyv, 64, 48, None).unwrap();
+    let config = StreamConfig {
+        drop: DropPolicy::None,
+        queue_depth: 2,
+        frames: Some(4),
+        duration: None,
+        min_frames: 0,
+        timeout: std::time::Duration::from_secs(2),
+        gpu_preprocess: true,
+    };
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let error = match crate::stream::run(&mut pipeline, &mut source, &config, &stop, &mut |_| Ok(())) {
+        Ok(_) => return eprintln!("skipped: this machine has CUDA and a GPU"),
+        Err(error) => error,
+    };
+    let message = error.to_string();
+    let lacks = if cfg!(feature = "cuda") {
+        "libcuda (the NVIDIA driver) not found"
+    } else {
+        "CUDA is not compiled into this binary"
+    };
+    assert!(message.contains(lacks), "{message}");
+    assert_eq!(error.exit_code(), 1);
 }

@@ -50,8 +50,8 @@ fn the_gpu_pass_matches_the_reference_in_f32_and_f16() {
             let stream = gpu.stream().clone();
             let mut out32 = stream.alloc_zeros::<f32>(gpu.item_len()).unwrap();
             let mut out16 = stream.alloc_zeros::<u16>(gpu.item_len()).unwrap();
-            gpu.run(&frame, &mut out32).unwrap();
-            gpu.run(&frame, &mut out16).unwrap();
+            gpu.run(&frame, &mut out32.as_view_mut()).unwrap();
+            gpu.run(&frame, &mut out16.as_view_mut()).unwrap();
             let got32 = stream.clone_dtoh(&out32).unwrap();
             let got16: Vec<f32> = stream
                 .clone_dtoh(&out16)
@@ -91,6 +91,6 @@ fn a_frame_of_another_size_is_refused() {
     let mut out = gpu.stream().alloc_zeros::<f32>(gpu.item_len()).unwrap();
     let data = vec![0u8; 32 * 24 * 3];
     let frame = Frame::new(PixelFormat::Rgb24, 32, 24, 96, &data).unwrap();
-    let message = gpu.run(&frame, &mut out).unwrap_err().to_string();
+    let message = gpu.run(&frame, &mut out.as_view_mut()).unwrap_err().to_string();
     assert!(message.contains("frame is 32x24, the pass was planned for 64x48"), "{message}");
 }

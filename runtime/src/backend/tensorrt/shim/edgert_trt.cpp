@@ -124,6 +124,105 @@ std::string shape_text(const Dims& dims) {
     return text + "]";
 }
 
+#if NV_TENSORRT_MAJOR < 11
+// Calibrator-based INT8: deprecated by TensorRT 10.1, removed by 11.
+// Feeds the builder the caller's batches: each input's batch is filled on the host by
+// `next_batch`, then copied into device memory the calibrator owns.
+class Calibrator : public IInt8EntropyCalibrator2 {
+public:
+    struct Input {
+        std::string name;
+        size_t bytes = 0;
+        std::vector<unsigned char> host;
+        void* device = nullptr;
+    };
+
+    Calibrator(const edgert_trt_symbols& sym, const edgert_trt_calibrator& source, std::vector<Input> inputs)
+        : sym_(sym), source_(source), inputs_(std::move(inputs)) {}
+    ~Calibrator() noexcept override {
+        for (Input& input : inputs_) {
+            if (input.device != nullptr) {
+                sym_.cuda_free(input.device);
+            }
+        }
+    }
+
+    int32_t getBatchSize() const noexcept override { return source_.batch_size; }
+
+    bool getBatch(void* bindings[], const char* names[], int32_t count) noexcept override {
+        try {
+            for (int32_t i = 0; i < count; ++i) {
+                Input* input = find(names[i]);
+                if (input == nullptr) {
+                    return stop("the builder asked for a batch of " + std::string(names[i]) + ", not an input");
+                }
+                int32_t filled = source_.next_batch(source_.user, input->name.c_str(), input->host.data(), input->bytes);
+                if (filled != 1) {
+                    failed_ = filled < 0;
+                    return false;
+                }
+                if (input->device == nullptr) {
+                    int code = sym_.cuda_malloc(&input->device, input->bytes);
+                    if (code != 0) {
+                        input->device = nullptr;
+                        return stop(cuda_text("cudaMalloc for a calibration batch", code));
+                    }
+                }
+                int code = sym_.cuda_memcpy_async(input->device, input->host.data(), input->bytes, kHostToDevice, nullptr);
+                if (code == 0) {
+                    code = sym_.cuda_stream_synchronize(nullptr);
+                }
+                if (code != 0) {
+                    return stop(cuda_text("copying a calibration batch to the GPU", code));
+                }
+                bindings[i] = input->device;
+            }
+            return true;
+        } catch (...) {
+            return stop("out of host memory during calibration");
+        }
+    }
+
+    const void* readCalibrationCache(size_t& length) noexcept override {
+        length = source_.cache != nullptr ? source_.cache_bytes : 0;
+        return length > 0 ? source_.cache : nullptr;
+    }
+
+    void writeCalibrationCache(const void* data, size_t length) noexcept override {
+        source_.write_cache(source_.user, data, length);
+    }
+
+    // Why calibration stopped early, or empty: the caller's reason when `next_batch` failed.
+    bool failed() const { return failed_; }
+    const std::string& reason() const { return reason_; }
+
+private:
+    Input* find(const char* name) {
+        for (Input& input : inputs_) {
+            if (input.name == name) {
+                return &input;
+            }
+        }
+        return nullptr;
+    }
+    bool stop(const std::string& reason) {
+        failed_ = true;
+        reason_ = reason;
+        return false;
+    }
+    std::string cuda_text(const char* what, int code) const {
+        const char* text = sym_.cuda_get_error_string ? sym_.cuda_get_error_string(code) : nullptr;
+        return std::string(what) + " failed: " + (text ? text : ("CUDA error " + std::to_string(code)));
+    }
+
+    const edgert_trt_symbols& sym_;
+    edgert_trt_calibrator source_;
+    std::vector<Input> inputs_;
+    bool failed_ = false;
+    std::string reason_;
+};
+#endif
+
 } // namespace
 
 struct edgert_trt_runtime {
@@ -397,6 +496,15 @@ int edgert_trt_context_run(edgert_trt_context* context, const edgert_trt_binding
                             " bytes, " + std::to_string(binding->bytes) + " were given");
             return 1;
         }
+        if (binding->device != nullptr) {
+            // Already where the GPU reads or writes it: bound in place, never copied.
+            if (!context->context->setTensorAddress(buffer.name.c_str(), binding->device)) {
+                fail(error, "setTensorAddress(" + buffer.name + ") failed: " +
+                                context->engine->runtime->logger.take("no reason given"));
+                return 1;
+            }
+            continue;
+        }
         if (buffer.capacity < expected) {
             if (buffer.device != nullptr) {
                 sym.cuda_free(buffer.device);
@@ -421,7 +529,7 @@ int edgert_trt_context_run(edgert_trt_context* context, const edgert_trt_binding
     void** events = context->events;
     int code = sym.cuda_event_record(events[0], stream);
     for (size_t b = 0; code == 0 && b < context->buffers.size(); ++b) {
-        if (context->buffers[b].is_input) {
+        if (context->buffers[b].is_input && by_buffer[b]->device == nullptr) {
             code = sym.cuda_memcpy_async(context->buffers[b].device, by_buffer[b]->host, by_buffer[b]->bytes,
                                          kHostToDevice, stream);
         }
@@ -443,7 +551,7 @@ int edgert_trt_context_run(edgert_trt_context* context, const edgert_trt_binding
     }
     code = sym.cuda_event_record(events[2], stream);
     for (size_t b = 0; code == 0 && b < context->buffers.size(); ++b) {
-        if (!context->buffers[b].is_input) {
+        if (!context->buffers[b].is_input && by_buffer[b]->device == nullptr) {
             code = sym.cuda_memcpy_async(by_buffer[b]->host, context->buffers[b].device, by_buffer[b]->bytes,
                                          kDeviceToHost, stream);
         }
@@ -521,6 +629,12 @@ int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes
         config->setFlag(BuilderFlag::kINT8);
     }
 #endif
+#if NV_TENSORRT_MAJOR >= 11
+    if (options->calibrator != nullptr) {
+        fail(error, "TensorRT 11 has no INT8 calibrator: quantize the model with Q/DQ nodes");
+        return 1;
+    }
+#endif
     if (options->sparsity) {
         config->setFlag(BuilderFlag::kSPARSE_WEIGHTS);
     }
@@ -571,7 +685,49 @@ int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes
         fail(error, "the shape profile was refused: " + logger.take("min <= opt <= max must hold"));
         return 1;
     }
+#if NV_TENSORRT_MAJOR < 11
+    std::unique_ptr<Calibrator> calibrator;
+    if (options->calibrator != nullptr) {
+        if (!options->int8) {
+            fail(error, "a calibrator needs INT8 precision");
+            return 1;
+        }
+        std::vector<Calibrator::Input> inputs;
+        for (int32_t i = 0; i < network->getNbInputs(); ++i) {
+            ITensor* input = network->getInput(i);
+            if (input->getType() != DataType::kFLOAT) {
+                fail(error, std::string("input ") + input->getName() + " is not f32: calibration feeds f32 batches");
+                return 1;
+            }
+            // A dynamic input is calibrated at the profile's optimum shape.
+            Dims dims = input->getDimensions();
+            size_t bytes = sizeof(float);
+            for (int32_t d = 0; d < dims.nbDims; ++d) {
+                int64_t extent = dims.d[d] >= 0 ? dims.d[d] : options->profile_opt[d];
+                bytes *= static_cast<size_t>(extent);
+            }
+            Calibrator::Input entry;
+            entry.name = input->getName();
+            entry.bytes = bytes;
+            entry.host.resize(bytes);
+            inputs.push_back(std::move(entry));
+        }
+        calibrator = std::make_unique<Calibrator>(sym, *options->calibrator, std::move(inputs));
+        config->setInt8Calibrator(calibrator.get());
+        if (profile != nullptr && !config->setCalibrationProfile(profile)) {
+            fail(error, "the calibration profile was refused: " + logger.take("no reason given"));
+            return 1;
+        }
+    }
+#endif
     Owned<IHostMemory> serialized(builder->buildSerializedNetwork(*network, *config));
+#if NV_TENSORRT_MAJOR < 11
+    if (calibrator && calibrator->failed()) {
+        const std::string& reason = calibrator->reason();
+        fail(error, "calibration stopped: " + (reason.empty() ? std::string("the calibration set failed") : reason));
+        return 1;
+    }
+#endif
     if (!serialized) {
         fail(error, "building the engine failed: " + logger.take("no reason given"));
         return 1;

@@ -71,11 +71,14 @@ typedef struct edgert_trt_device {
     int32_t integrated; /* 1 on Jetson: CPU and GPU share memory */
 } edgert_trt_device;
 
-/* One input or output of a run: host memory the shim copies from or into. */
+/* One input or output of a run: host memory the shim copies from or into, or, when `device` is not
+ * NULL, memory the GPU reads or writes in place (a GPU-preprocessed input; on Jetson, mapped host
+ * memory): no copy, and `host` is ignored. */
 typedef struct edgert_trt_binding {
     const char* name;
     void* host;
     size_t bytes;
+    void* device;
 } edgert_trt_binding;
 
 /* Per run, as trtexec reports them: CUDA-event times of the copies and the GPU work, and the host
@@ -86,6 +89,21 @@ typedef struct edgert_trt_timing {
     float d2h_ms;
     float enqueue_ms;
 } edgert_trt_timing;
+
+/* Calibrator-based INT8 (TensorRT 8.5 to 10; TensorRT 11 has no calibrator): the builder pulls
+ * batches of the network's inputs until `next_batch` returns 0. */
+typedef struct edgert_trt_calibrator {
+    void* user;
+    int32_t batch_size;
+    /* Fills `host` (`bytes` bytes: one f32 batch of input `name`); 1: filled, 0: no more batches,
+     * -1: failed (the caller keeps the reason). */
+    int32_t (*next_batch)(void* user, const char* name, void* host, size_t bytes);
+    /* A calibration cache from an earlier build, used instead of the batches; NULL: none. */
+    const void* cache;
+    size_t cache_bytes;
+    /* Receives the calibration cache TensorRT writes. */
+    void (*write_cache)(void* user, const void* data, size_t bytes);
+} edgert_trt_calibrator;
 
 typedef struct edgert_trt_build_options {
     int32_t fp16;
@@ -100,6 +118,8 @@ typedef struct edgert_trt_build_options {
     int64_t profile_min[EDGERT_TRT_MAX_DIMS];
     int64_t profile_opt[EDGERT_TRT_MAX_DIMS];
     int64_t profile_max[EDGERT_TRT_MAX_DIMS];
+    /* INT8 scales from calibration batches rather than Q/DQ nodes; NULL: none. Needs int8. */
+    const edgert_trt_calibrator* calibrator;
 } edgert_trt_build_options;
 
 /* Bytes the shim allocated; freed with edgert_trt_blob_free. */

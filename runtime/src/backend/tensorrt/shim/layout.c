@@ -12,11 +12,16 @@ size_t edgert_trt_layout(size_t* out, size_t capacity) {
         offsetof(edgert_trt_tensor, dims),
         sizeof(edgert_trt_device),
         sizeof(edgert_trt_binding),
+        offsetof(edgert_trt_binding, device),
         sizeof(edgert_trt_timing),
         sizeof(edgert_trt_build_options),
         offsetof(edgert_trt_build_options, timing_cache),
         offsetof(edgert_trt_build_options, profile_nb_dims),
         offsetof(edgert_trt_build_options, profile_max),
+        offsetof(edgert_trt_build_options, calibrator),
+        sizeof(edgert_trt_calibrator),
+        offsetof(edgert_trt_calibrator, next_batch),
+        offsetof(edgert_trt_calibrator, write_cache),
         sizeof(edgert_trt_blob),
     };
     size_t count = sizeof(values) / sizeof(values[0]);

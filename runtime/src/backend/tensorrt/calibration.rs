@@ -1,0 +1,151 @@
+//! Calibrator-based INT8 for models without Q/DQ nodes (TensorRT 8.5 to 10; 11 has no
+//! calibrator). TensorRT's builder pulls batches of the model's input from a calibration set,
+//! preprocessed as `run` does it, and picks each activation's INT8 scale from what it sees; its
+//! calibration cache, when kept, skips the batches on the next build.
+
+use std::ffi::{c_char, c_void};
+use std::path::PathBuf;
+
+use sha2::{Digest, Sha256};
+
+use super::ffi;
+use crate::capture;
+use crate::model::Model;
+use crate::preprocess::Preprocessor;
+use crate::validate::data::{Dataset, Items};
+use crate::{Error, Result};
+
+/// Where the calibration batches come from, and where TensorRT's calibration cache is kept.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Calibration {
+    /// Images (a file or a folder, through the manifest's preprocessing) or an `.npz` of inputs.
+    pub set: PathBuf,
+    /// Read before the build when it exists (no batches are then fed), written after it.
+    pub cache: Option<PathBuf>,
+}
+
+/// Serves a calibration set to the shim one batch at a time.
+pub(super) struct Feeder {
+    data: Dataset,
+    /// For images; `None` for an `.npz`, whose items already are inputs.
+    preprocessor: Option<Preprocessor>,
+    item_len: usize,
+    batch: usize,
+    next: usize,
+    /// Why feeding stopped, reported instead of whatever TensorRT makes of the early end.
+    pub error: Option<Error>,
+    /// The calibration cache TensorRT wrote.
+    pub cache_out: Vec<u8>,
+    pub batches_fed: usize,
+}
+
+impl Feeder {
+    pub fn open(model: &Model, set: &std::path::Path, batch: usize) -> Result<Feeder> {
+        let data = Dataset::load(set, model, None)?;
+        if data.len() < batch {
+            return Err(Error::input(
+                set,
+                format!("holds {} samples; calibration needs at least one batch of {batch}", data.len()),
+            ));
+        }
+        let preprocessor = match data.items {
+            Items::Images(_) => Some(Preprocessor::for_model(model)?),
+            Items::Tensors(_) => None,
+        };
+        let item_len = model.manifest.input.shape[1..].iter().product();
+        Ok(Feeder {
+            data,
+            preprocessor,
+            item_len,
+            batch,
+            next: 0,
+            error: None,
+            cache_out: Vec::new(),
+            batches_fed: 0,
+        })
+    }
+
+    /// sha256 of the set's files, in the order they are fed: part of the engine cache's key.
+    pub fn digest(&self) -> Result<String> {
+        let files = match &self.data.items {
+            Items::Tensors(_) => vec![self.data.path.clone()],
+            Items::Images(images) => images.iter().map(|(path, _)| path.clone()).collect(),
+        };
+        let mut hasher = Sha256::new();
+        for file in files {
+            hasher.update(std::fs::read(&file).map_err(|e| Error::read(&file, e))?);
+        }
+        Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    }
+
+    /// Fills `out` with the next whole batch; `false` when none is left (a last partial batch is
+    /// not fed: TensorRT takes full batches only).
+    fn fill(&mut self, out: &mut [f32]) -> Result<bool> {
+        if out.len() != self.batch * self.item_len {
+            return Err(Error::input(
+                &self.data.path,
+                format!(
+                    "TensorRT asked for batches of {} values, but {} inputs of {} values make {}",
+                    out.len(),
+                    self.batch,
+                    self.item_len,
+                    self.batch * self.item_len
+                ),
+            ));
+        }
+        if self.next + self.batch > self.data.len() {
+            return Ok(false);
+        }
+        for slot in out.chunks_exact_mut(self.item_len) {
+            match (&self.data.items, &self.preprocessor) {
+                (Items::Tensors(set), _) => slot.copy_from_slice(set.item(self.next)),
+                (Items::Images(images), Some(preprocessor)) => {
+                    let path = &images[self.next].0;
+                    let image = capture::load_image(path)?;
+                    preprocessor.run(&image, slot).map_err(|reason| Error::input(path, reason))?;
+                }
+                (Items::Images(_), None) => unreachable!("`open` makes a preprocessor for images"),
+            }
+            self.next += 1;
+        }
+        self.batches_fed += 1;
+        Ok(true)
+    }
+
+    /// The C view of this feeder, valid while `self` does not move.
+    pub fn raw(&mut self, cache: &[u8]) -> ffi::Calibrator {
+        ffi::Calibrator {
+            user: (self as *mut Feeder).cast(),
+            batch_size: self.batch as i32,
+            next_batch,
+            cache: if cache.is_empty() { std::ptr::null() } else { cache.as_ptr().cast() },
+            cache_bytes: cache.len(),
+            write_cache,
+        }
+    }
+}
+
+unsafe extern "C" fn next_batch(
+    user: *mut c_void,
+    _name: *const c_char,
+    host: *mut c_void,
+    bytes: usize,
+) -> i32 {
+    // SAFETY: `user` is the `Feeder` behind `raw`, alive for the whole build; `host` holds
+    // `bytes` bytes of f32-aligned memory the shim owns.
+    let feeder = unsafe { &mut *user.cast::<Feeder>() };
+    let out = unsafe { std::slice::from_raw_parts_mut(host.cast::<f32>(), bytes / 4) };
+    match feeder.fill(out) {
+        Ok(filled) => filled as i32,
+        Err(error) => {
+            feeder.error = Some(error);
+            -1
+        }
+    }
+}
+
+unsafe extern "C" fn write_cache(user: *mut c_void, data: *const c_void, bytes: usize) {
+    // SAFETY: as above; `data` holds `bytes` bytes for the duration of the call.
+    let feeder = unsafe { &mut *user.cast::<Feeder>() };
+    feeder.cache_out = unsafe { std::slice::from_raw_parts(data.cast::<u8>(), bytes) }.to_vec();
+}

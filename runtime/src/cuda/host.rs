@@ -1,0 +1,89 @@
+//! Page-locked host memory for frames on their way to the GPU. On a Jetson (an integrated GPU:
+//! one memory for CPU and GPU) it is mapped into the GPU's address space and kernels read the
+//! frame where the CPU wrote it, with no copy. On a discrete GPU it is pinned, so the copy to the
+//! device runs asynchronously at full bandwidth, without the driver's bounce buffer.
+
+use std::sync::Arc;
+
+use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
+
+use super::{driver_error, GpuError};
+
+pub struct FrameUpload {
+    stream: Arc<CudaStream>,
+    zero_copy: bool,
+    staging: Option<PinnedHostSlice<u8>>,
+    /// Where kernels read the frame: the staging memory's mapped address (zero copy), or
+    /// `device`'s.
+    address: u64,
+    device: Option<CudaSlice<u8>>,
+}
+
+impl FrameUpload {
+    pub fn new(stream: Arc<CudaStream>) -> Result<FrameUpload, GpuError> {
+        let context = stream.context();
+        let attribute = |a| context.attribute(a).map_err(|e| driver_error("reading the GPU's attributes", e));
+        let zero_copy = attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED)? == 1
+            && attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)? == 1;
+        Ok(FrameUpload { stream, zero_copy, staging: None, address: 0, device: None })
+    }
+
+    /// Whether kernels read frames from mapped host memory (integrated GPUs).
+    pub fn is_zero_copy(&self) -> bool {
+        self.zero_copy
+    }
+
+    /// Puts `frame` where this stream's kernels read it and returns that device address, valid
+    /// until the next call.
+    pub fn upload(&mut self, frame: &[u8]) -> Result<u64, GpuError> {
+        if self.staging.as_ref().is_none_or(|s| s.len() != frame.len()) {
+            self.allocate(frame.len())?;
+        }
+        let staging = self.staging.as_mut().expect("allocated above");
+        if self.zero_copy {
+            // A kernel may still be reading the last frame from this memory.
+            self.stream.synchronize().map_err(|e| driver_error("waiting for the last frame", e))?;
+        }
+        // Waits for the last copy out of the staging memory, if any is still running.
+        let host = staging.as_mut_slice().map_err(|e| driver_error("waiting for the last upload", e))?;
+        host.copy_from_slice(frame);
+        if let Some(device) = &mut self.device {
+            self.stream
+                .memcpy_htod(&*staging, device)
+                .map_err(|e| driver_error("copying the frame to the GPU", e))?;
+        }
+        Ok(self.address)
+    }
+
+    fn allocate(&mut self, bytes: usize) -> Result<(), GpuError> {
+        let context = self.stream.context();
+        let flags = match self.zero_copy {
+            true => sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
+            false => sys::CU_MEMHOSTALLOC_PORTABLE,
+        };
+        let what = format!("allocating {bytes} bytes of page-locked memory for frames");
+        // SAFETY: the memory is written in full by `upload` before any read.
+        let staging = unsafe { context.alloc_pinned_with_flags::<u8>(bytes, flags) }
+            .map_err(|e| driver_error(&what, e))?;
+        if self.zero_copy {
+            let host = staging.as_ptr().map_err(|e| driver_error(&what, e))?;
+            let mut address: sys::CUdeviceptr = 0;
+            // SAFETY: `host` is the start of memory allocated with CU_MEMHOSTALLOC_DEVICEMAP.
+            unsafe { sys::cuMemHostGetDevicePointer_v2(&mut address, host as *mut _, 0) }
+                .result()
+                .map_err(|e| driver_error("mapping the frame memory for the GPU", e))?;
+            self.address = address;
+            self.device = None;
+        } else {
+            let device = self
+                .stream
+                .alloc_zeros::<u8>(bytes)
+                .map_err(|e| driver_error("cudaMalloc for the frame", e))?;
+            let (address, _) = device.device_ptr(&self.stream);
+            self.address = address;
+            self.device = Some(device);
+        }
+        self.staging = Some(staging);
+        Ok(())
+    }
+}

@@ -1,0 +1,259 @@
+//! `--preprocess gpu`: the preprocess stage runs the fused pass as a CUDA kernel writing each
+//! batch straight into GPU memory, and the inference stage hands that memory to the backend in
+//! place (`Session::run_on_device`), so no tensor crosses back to the host. Frames reach the GPU
+//! through `FrameUpload`: read in place from mapped memory on a Jetson. Without the `cuda`
+//! feature the types exist but cannot be made, so the stages need no `cfg`.
+
+use crate::backend::Session;
+use crate::preprocess::fused::FusedPreprocess;
+use crate::{Error, Result};
+
+/// Refuses a backend that only takes host tensors, before anything opens.
+fn check_backend(session: &dyn Session, backend: &str) -> Result<()> {
+    if session.takes_device_input() {
+        return Ok(());
+    }
+    Err(Error::Usage(format!(
+        "--preprocess gpu writes the model's input in GPU memory, which backend '{backend}' does not read: \
+         use --backend tensorrt"
+    )))
+}
+
+#[cfg(feature = "cuda")]
+pub use enabled::{DeviceBatch, GpuStage};
+
+#[cfg(feature = "cuda")]
+mod enabled {
+    use std::sync::Arc;
+
+    use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+
+    use crate::backend::{DeviceInput, Session};
+    use crate::cuda::{device, driver_error, GpuError};
+    use crate::preprocess::frame::Frame;
+    use crate::preprocess::fused::FusedPreprocess;
+    use crate::preprocess::gpu::GpuPreprocess;
+    use crate::preprocess::Geometry;
+    use crate::Result;
+
+    pub struct GpuStage {
+        pass: GpuPreprocess,
+        stream: Arc<CudaStream>,
+        /// The engine's input is f16.
+        half: bool,
+        batch_len: usize,
+    }
+
+    /// One batch of the model's input in GPU memory.
+    pub enum DeviceBatch {
+        F32(CudaSlice<f32>),
+        F16(CudaSlice<u16>),
+    }
+
+    impl DeviceBatch {
+        pub fn input<'a>(&self, shape: &'a [usize]) -> DeviceInput<'a> {
+            let (address, half) = match self {
+                DeviceBatch::F32(slice) => (slice.device_ptr(slice.stream()).0, false),
+                DeviceBatch::F16(slice) => (slice.device_ptr(slice.stream()).0, true),
+            };
+            DeviceInput { address, shape, half }
+        }
+    }
+
+    impl GpuStage {
+        /// GPU 0, the kernels compiled for it, and the batch layout of `input_shape`.
+        pub fn open(
+            fused: FusedPreprocess,
+            session: &dyn Session,
+            backend: &str,
+            input_dtype: &str,
+            input_shape: &[usize],
+        ) -> Result<GpuStage> {
+            super::check_backend(session, backend)?;
+            let context = device::open(0)?;
+            let pass = GpuPreprocess::new(&context, fused)?;
+            let stream = pass.stream().clone();
+            Ok(GpuStage { pass, stream, half: input_dtype == "f16", batch_len: input_shape.iter().product() })
+        }
+
+        pub fn is_zero_copy(&self) -> bool {
+            self.pass.is_zero_copy()
+        }
+
+        /// Preprocesses `frame` into item `k` of `batch`, which is allocated on first use.
+        pub fn fill(
+            &mut self,
+            batch: &mut Option<DeviceBatch>,
+            k: usize,
+            frame: &Frame,
+        ) -> Result<Geometry, String> {
+            if batch.is_none() {
+                *batch = Some(self.allocate().map_err(|e| e.to_string())?);
+            }
+            let len = self.pass.item_len();
+            let range = k * len..(k + 1) * len;
+            let done = match batch.as_mut().expect("allocated above") {
+                DeviceBatch::F32(slice) => self.pass.run(frame, &mut slice.slice_mut(range)),
+                DeviceBatch::F16(slice) => self.pass.run(frame, &mut slice.slice_mut(range)),
+            };
+            done.map_err(|e| e.to_string())
+        }
+
+        /// Waits for the batch's kernels, so the inference stage reads finished input.
+        pub fn finish(&self) -> Result<(), String> {
+            self.stream.synchronize().map_err(|e| driver_error("preprocessing on the GPU", e).to_string())
+        }
+
+        fn allocate(&self) -> Result<DeviceBatch, GpuError> {
+            let what = |e| driver_error("cudaMalloc for a batch of the model's input", e);
+            Ok(match self.half {
+                true => DeviceBatch::F16(self.stream.alloc_zeros(self.batch_len).map_err(what)?),
+                false => DeviceBatch::F32(self.stream.alloc_zeros(self.batch_len).map_err(what)?),
+            })
+        }
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+pub use disabled::{DeviceBatch, GpuStage};
+
+#[cfg(not(feature = "cuda"))]
+mod disabled {
+    use crate::backend::{DeviceInput, Session};
+    use crate::preprocess::frame::Frame;
+    use crate::preprocess::fused::FusedPreprocess;
+    use crate::preprocess::Geometry;
+    use crate::{Error, Result};
+
+    /// Never made: this binary has no CUDA.
+    pub enum GpuStage {}
+    pub enum DeviceBatch {}
+
+    impl DeviceBatch {
+        pub fn input<'a>(&self, _shape: &'a [usize]) -> DeviceInput<'a> {
+            match *self {}
+        }
+    }
+
+    impl GpuStage {
+        pub fn open(
+            _fused: FusedPreprocess,
+            session: &dyn Session,
+            backend: &str,
+            _input_dtype: &str,
+            _input_shape: &[usize],
+        ) -> Result<GpuStage> {
+            super::check_backend(session, backend)?;
+            Err(Error::BackendUnavailable {
+                name: "cuda".into(),
+                reason: "--preprocess gpu: CUDA is not compiled into this binary (build with --features \
+                         cuda-11040, cuda-12020, cuda-12060 or cuda-13000, the CUDA of the target)"
+                    .into(),
+            })
+        }
+
+        pub fn is_zero_copy(&self) -> bool {
+            match *self {}
+        }
+
+        pub fn fill(
+            &mut self,
+            _batch: &mut Option<DeviceBatch>,
+            _k: usize,
+            _frame: &Frame,
+        ) -> Result<Geometry, String> {
+            match *self {}
+        }
+
+        pub fn finish(&self) -> Result<(), String> {
+            match *self {}
+        }
+    }
+}
+
+/// Opens the GPU stage when asked for.
+pub fn open(
+    on_gpu: bool,
+    fused: &FusedPreprocess,
+    session: &dyn Session,
+    backend: &str,
+    input: &crate::tensor::TensorSpec,
+    input_shape: &[usize],
+) -> Result<Option<GpuStage>> {
+    if !on_gpu {
+        return Ok(None);
+    }
+    GpuStage::open(fused.clone(), session, backend, &input.dtype, input_shape).map(Some)
+}
+
+/// The GPU stage against the CPU pass; needs an NVIDIA GPU (`benches/gpu-check.sh` runs it).
+#[cfg(all(test, feature = "cuda"))]
+mod tests {
+    use super::{DeviceBatch, GpuStage};
+    use crate::backend::Session;
+    use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
+    use crate::preprocess::frame::{Frame, PixelFormat};
+    use crate::preprocess::fused::FusedPreprocess;
+    use crate::tensor::HostTensor;
+    use crate::Result;
+
+    /// A session that reads GPU memory, as the TensorRT backend does.
+    struct OnDevice;
+
+    impl Session for OnDevice {
+        fn run(&mut self, _input: &HostTensor) -> Result<Vec<HostTensor>> {
+            unreachable!("the GPU stage never hands over host tensors")
+        }
+
+        fn takes_device_input(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    #[ignore = "needs an NVIDIA GPU"]
+    fn a_batch_preprocessed_on_the_gpu_matches_the_cpu_pass_in_f32_and_f16() {
+        let spec = PreprocessSpec {
+            resize: ResizeMode::Letterbox,
+            resize_short_side: None,
+            scale: 1.0 / 255.0,
+            mean: vec![0.485, 0.456, 0.406],
+            std: vec![0.229, 0.224, 0.225],
+            channels: ChannelOrder::Rgb,
+            pad_value: 114,
+        };
+        let (width, height) = (640, 480);
+        let fused = FusedPreprocess::new(&spec, 224, 224, Layout::Nchw, width, height).unwrap();
+        let bytes = PixelFormat::Yuyv.frame_bytes(width * 2, height);
+        let frames: Vec<Vec<u8>> = (0..2).map(|seed| crate::capture::synthetic::noise(bytes, seed)).collect();
+        let frame = |k: usize| Frame::new(PixelFormat::Yuyv, width, height, width * 2, &frames[k]).unwrap();
+        let mut want = vec![0f32; 2 * fused.item_len()];
+        for (k, item) in want.chunks_mut(fused.item_len()).enumerate() {
+            fused.run(&frame(k), item).unwrap();
+        }
+        for dtype in ["f32", "f16"] {
+            let shape = [2, 3, 224, 224];
+            let mut stage = GpuStage::open(fused.clone(), &OnDevice, "tensorrt", dtype, &shape).unwrap();
+            let mut batch = None;
+            for k in 0..2 {
+                stage.fill(&mut batch, k, &frame(k)).unwrap();
+            }
+            stage.finish().unwrap();
+            let batch = batch.unwrap();
+            assert_eq!(batch.input(&shape).half, dtype == "f16");
+            let got: Vec<f32> = match &batch {
+                DeviceBatch::F32(slice) => slice.stream().clone_dtoh(slice).unwrap(),
+                DeviceBatch::F16(slice) => slice
+                    .stream()
+                    .clone_dtoh(slice)
+                    .unwrap()
+                    .into_iter()
+                    .map(|b| half::f16::from_bits(b).to_f32())
+                    .collect(),
+            };
+            let worst =
+                got.iter().zip(&want).map(|(a, b)| (a - b).abs() / b.abs().max(1.0)).fold(0.0, f32::max);
+            assert!(worst <= 1e-3, "{dtype}: max difference {worst} (zero copy: {})", stage.is_zero_copy());
+        }
+    }
+}
