@@ -194,6 +194,10 @@ fn info_lists_backends_and_why_the_gpu_ones_are_absent() {
     if !cfg!(feature = "tensorrt") {
         assert!(trt["reason"].as_str().unwrap().contains("--features tensorrt"));
     }
+    assert_eq!(info["gpu"]["compiled"], cfg!(feature = "cuda"));
+    if !cfg!(feature = "cuda") {
+        assert!(info["gpu"]["reason"].as_str().unwrap().contains("--features cuda-11040"));
+    }
     assert!(stdout(&edgert(&["info"])).contains("cpu       compiled in, usable here"));
 }
 

@@ -328,3 +328,56 @@ fn an_engine_runs_only_on_tensorrt_and_inspect_wants_onnx() {
     std::fs::write(dir.path().join("digits.engine"), b"another engine").unwrap();
     fails(&["run", "--model", s(&m), "--input", s(&chelsea())], 2, &["sha256 of digits.engine is"]);
 }
+
+/// A stand-in for the NVIDIA driver, compiled here: libcuda with the two calls edgert makes before
+/// any other, answering CUDA `version` and, for cuInit, `init_error` (100: no device).
+#[cfg(feature = "cuda")]
+fn fake_libcuda(dir: &Path, version: i32, init_error: i32) -> PathBuf {
+    let source = dir.join("fake_libcuda.c");
+    std::fs::write(
+        &source,
+        format!(
+            "int cuDriverGetVersion(int* v) {{ *v = {version}; return 0; }}\n\
+             int cuInit(unsigned flags) {{ (void)flags; return {init_error}; }}\n"
+        ),
+    )
+    .unwrap();
+    let library = dir.join("libcuda.so");
+    let cc = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o"])
+        .arg(&library)
+        .arg(&source)
+        .status()
+        .expect("a C compiler (cc) builds the stand-in driver");
+    assert!(cc.success());
+    dir.to_owned()
+}
+
+/// Driver problems a machine without a GPU can still show: no driver, a driver older than the
+/// CUDA this build calls, and a driver that finds no GPU.
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_without_a_usable_driver_or_gpu_says_which() {
+    let info = |library_path: Option<&Path>| {
+        let mut command = command(&["info", "--json"]);
+        if let Some(dir) = library_path {
+            command.env("LD_LIBRARY_PATH", dir);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let info: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(info["gpu"]["usable"], false, "{info}");
+        info["gpu"]["reason"].as_str().unwrap().to_string()
+    };
+    if std::path::Path::new("/dev/nvidiactl").exists() {
+        return eprintln!("skipped: this machine has an NVIDIA driver, which would answer first");
+    }
+    let none = info(None);
+    assert!(none.starts_with("libcuda (the NVIDIA driver) not found"), "{none}");
+    let (old_dir, no_gpu_dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let old = info(Some(&fake_libcuda(old_dir.path(), 11000, 0)));
+    assert!(old.contains("the NVIDIA driver supports CUDA 11.0 but this edgert is built for CUDA"), "{old}");
+    assert!(old.contains("update the driver"), "{old}");
+    let no_gpu = info(Some(&fake_libcuda(no_gpu_dir.path(), 13000, 100)));
+    assert!(no_gpu.starts_with("no NVIDIA GPU: the driver loaded but reports no device"), "{no_gpu}");
+}

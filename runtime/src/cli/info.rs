@@ -35,12 +35,25 @@ struct BackendStatus {
     version: Option<String>,
 }
 
+/// GPU preprocessing (the `cuda` features): what CUDA this build calls and whether it runs here.
+#[derive(Serialize)]
+struct CudaStatus {
+    compiled: bool,
+    /// The CUDA API this binary is built for, `11.4`.
+    built_for: Option<String>,
+    usable: bool,
+    reason: Option<String>,
+    /// The GPU and driver, when usable.
+    device: Option<String>,
+}
+
 #[derive(Serialize)]
 struct Info {
     schema: &'static str,
     provenance: Provenance,
     host: Host,
     backends: Vec<BackendStatus>,
+    gpu: CudaStatus,
     power: PowerNow,
     /// `sysfs`, or `tegrastats` where it fills in for sysfs.
     telemetry_source: &'static str,
@@ -79,6 +92,40 @@ fn backends() -> Vec<BackendStatus> {
     list
 }
 
+#[cfg(feature = "cuda")]
+fn cuda_status() -> CudaStatus {
+    let described = crate::cuda::device::describe(0);
+    CudaStatus {
+        compiled: true,
+        built_for: Some(crate::cuda::version_text(crate::cuda::BUILT_FOR)),
+        usable: described.is_ok(),
+        reason: described.as_ref().err().map(|e| e.to_string()),
+        device: described.ok(),
+    }
+}
+
+#[cfg(not(feature = "cuda"))]
+fn cuda_status() -> CudaStatus {
+    CudaStatus {
+        compiled: false,
+        built_for: None,
+        usable: false,
+        reason: Some(
+            "not compiled in (build with --features cuda-11040, cuda-12020, cuda-12060 or cuda-13000)".into(),
+        ),
+        device: None,
+    }
+}
+
+fn cuda_text(cuda: &CudaStatus) -> String {
+    let reason = cuda.reason.as_deref().unwrap_or_default();
+    match (&cuda.built_for, &cuda.device) {
+        (Some(built), Some(device)) => format!("built for CUDA {built}; {device}: GPU preprocessing usable"),
+        (Some(built), None) => format!("built for CUDA {built}: {reason}"),
+        (None, _) => reason.to_string(),
+    }
+}
+
 pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let root = &args.sysfs_root;
     let telemetry = Telemetry::open(root);
@@ -87,6 +134,7 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
         provenance: Provenance::read(root),
         host: Host::describe(),
         backends: backends(),
+        gpu: cuda_status(),
         power: power_now(root),
         telemetry_source: telemetry.source(),
         telemetry: telemetry.snapshot(),
@@ -116,6 +164,7 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
         emit(&format!("  {:<9} {state}", b.name))?;
     }
     emit("  (gpu picks the best usable GPU backend or fails; gpu-or-cpu falls back to cpu and says so)")?;
+    emit(&format!("gpu      {}", cuda_text(&info.gpu)))?;
     emit(&board_view::power_text(&info.power))?;
     for rail in info.power.rails.iter().filter(|r| r.error.is_some()) {
         emit(&format!("  {} unreadable: {}", rail.name, rail.error.as_deref().unwrap_or("")))?;

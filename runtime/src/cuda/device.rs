@@ -15,10 +15,15 @@ pub(crate) fn check_library(name: &str, library: &str, fix: &str) -> Result<(), 
         return Ok(());
     }
     // cudarc also tries Windows-style spellings; name the Linux ones.
-    let mut linux: Vec<&str> =
-        candidates.iter().map(String::as_str).filter(|c| c.starts_with(&format!("lib{name}.so"))).collect();
-    linux.dedup();
-    let tried = format!("{} and {} other spellings", linux.join(", "), candidates.len() - linux.len());
+    let is_linux = |c: &&String| c.starts_with(&format!("lib{name}.so"));
+    let mut linux: Vec<&str> = Vec::new();
+    for candidate in candidates.iter().filter(is_linux) {
+        if !linux.contains(&candidate.as_str()) {
+            linux.push(candidate);
+        }
+    }
+    let others = candidates.iter().filter(|c| !is_linux(c)).count();
+    let tried = format!("{} and {others} other spellings", linux.join(", "));
     Err(GpuError::MissingLibrary { library: library.into(), tried, fix: fix.into() })
 }
 
@@ -58,6 +63,16 @@ pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, GpuError> {
         sys::cudaError_enum::CUDA_ERROR_INVALID_DEVICE => GpuError::NoDevice(format!(" numbered {ordinal}")),
         _ => driver_error(&format!("opening GPU {ordinal}"), e),
     })
+}
+
+/// GPU `ordinal` as `info` names it: `NVIDIA H200 (sm 9.0), driver CUDA 12.8`.
+pub fn describe(ordinal: usize) -> Result<String, GpuError> {
+    let driver = compatible_driver()?;
+    let context = open(ordinal)?;
+    let name = context.name().map_err(|e| driver_error("reading the GPU's name", e))?;
+    let (major, minor) =
+        context.compute_capability().map_err(|e| driver_error("reading the compute capability", e))?;
+    Ok(format!("{name} (sm {major}.{minor}), driver CUDA {}", version_text(driver)))
 }
 
 #[cfg(test)]
