@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use super::{emit, ModelArgs};
+use super::{emit, inspect_engine as engine, ModelArgs};
 use crate::model::inspect::{self, InspectReport};
 
 #[derive(Args)]
@@ -17,7 +17,14 @@ pub struct InspectArgs {
 }
 
 pub fn main(args: InspectArgs) -> anyhow::Result<ExitCode> {
+    // An engine, bare or named by a manifest, is read by TensorRT: its tensors are all it tells.
+    if crate::model::is_engine_file(&args.model.model) {
+        return engine::main(&args.model.model, args.json);
+    }
     let model = args.model.load()?;
+    if model.is_engine() {
+        return engine::main(&model.onnx_path, args.json);
+    }
     let report = inspect::inspect(&model)?;
     if args.json {
         emit(&serde_json::to_string_pretty(&report)?)?;

@@ -7,6 +7,7 @@ mod build_engine;
 mod capture;
 mod info;
 mod inspect;
+mod inspect_engine;
 mod measure_args;
 mod monitor;
 #[cfg(feature = "ort")]

@@ -94,6 +94,29 @@ impl TensorrtBackend {
     /// Prepares a serialized engine file (`trtexec --saveEngine`, Ultralytics `.engine`, or
     /// `edgert build-engine`), refusing one built for another TensorRT or GPU with how to rebuild.
     pub fn prepare_engine_file(&self, path: &Path) -> Result<Box<dyn Prepared>> {
+        let (engine, _) = self.load_engine_file(path)?;
+        session::TrtPrepared::checked(engine, path)
+    }
+
+    /// An engine file's inputs and outputs as TensorRT reads them (`edgert inspect`), whatever
+    /// their types and number, with what edgert's sidecar says it was built for.
+    pub fn list_engine(&self, path: &Path) -> Result<EngineListing> {
+        let (engine, built) = self.load_engine_file(path)?;
+        let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
+        let tensors = engine
+            .tensors
+            .iter()
+            .map(|t| ListedTensor {
+                name: t.name.clone(),
+                mode: if t.is_input { "input" } else { "output" },
+                dtype: ffi::dtype_name(t.dtype),
+                shape: t.dims.clone(),
+            })
+            .collect();
+        Ok(EngineListing { tensorrt: runtime.version.to_string(), sm: runtime.sm(), built, tensors })
+    }
+
+    fn load_engine_file(&self, path: &Path) -> Result<(handles::Engine, Option<EngineInfo>)> {
         let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
         let refused = |reason: String| {
             let fix =
@@ -101,14 +124,15 @@ impl TensorrtBackend {
                        machine with `edgert build-engine`";
             Error::input(path, format!("TensorRT cannot run this engine: {reason}. {fix}"))
         };
-        if let Some(info) = cache::read_info(path)? {
-            if let Some(reason) = info.mismatch(&runtime.version.to_string(), &runtime.sm()) {
-                return Err(refused(reason));
-            }
+        let built = cache::read_info(path)?;
+        if let Some(reason) =
+            built.as_ref().and_then(|i| i.mismatch(&runtime.version.to_string(), &runtime.sm()))
+        {
+            return Err(refused(reason));
         }
         let file = engine_file::read(path)?;
         let engine = runtime.load(&file.plan, self.options.dla_core).map_err(refused)?;
-        session::TrtPrepared::checked(engine, path)
+        Ok((engine, built))
     }
 
     /// A manifest's engine, whose input must be the one the manifest names.
@@ -130,6 +154,26 @@ impl TensorrtBackend {
         let plan = build_with(&runtime, model, batch, &self.options, feeder)?;
         Ok((plan, info))
     }
+}
+
+/// What `list_engine` found: the engine's tensors on this machine's TensorRT and GPU.
+#[derive(Debug, serde::Serialize)]
+pub struct EngineListing {
+    pub tensorrt: String,
+    pub sm: String,
+    /// edgert's sidecar, when edgert built the engine.
+    pub built: Option<EngineInfo>,
+    pub tensors: Vec<ListedTensor>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct ListedTensor {
+    pub name: String,
+    /// `input` or `output`.
+    pub mode: &'static str,
+    pub dtype: &'static str,
+    /// `-1`: dynamic, set per run.
+    pub shape: Vec<i64>,
 }
 
 /// The precision asked for, else INT8 when calibrating, else what the model's weights are.

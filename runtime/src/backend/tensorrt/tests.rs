@@ -361,3 +361,26 @@ fn gpu_preprocessing_into_an_engine_says_what_this_machine_lacks() {
     assert!(message.contains(lacks), "{message}");
     assert_eq!(error.exit_code(), 1);
 }
+
+#[test]
+fn an_engine_is_listed_whatever_its_types_with_what_its_sidecar_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", ffi::I8), None);
+    let listing = backend(orin_trt10, dir.path()).list_engine(&path).unwrap();
+    assert_eq!((listing.tensorrt.as_str(), listing.sm.as_str()), ("10.3.0", "8.7"));
+    assert!(listing.built.is_none());
+    let tensors: Vec<_> =
+        listing.tensors.iter().map(|t| (t.mode, t.name.as_str(), t.dtype, t.shape.clone())).collect();
+    assert_eq!(
+        tensors,
+        [("input", "input", "i8", vec![-1, 1, 8, 8]), ("output", "logits", "i8", vec![-1, 10])]
+    );
+
+    let trt = backend(orin_trt10, dir.path());
+    let (plan, info) = trt.build(&model("digits_mlp_nchw.toml"), 1).unwrap();
+    let built = dir.path().join("built.engine");
+    cache::write(&built, &plan, &info).unwrap();
+    assert_eq!(trt.list_engine(&built).unwrap().built, Some(info));
+    let error = backend(xavier_trt10, dir.path()).list_engine(&built).unwrap_err();
+    assert!(error.to_string().contains("compute capability 8.7 and this one is 7.2"), "{error}");
+}
