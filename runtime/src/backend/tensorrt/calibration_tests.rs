@@ -125,3 +125,38 @@ fn an_image_that_does_not_decode_stops_calibration_with_its_name() {
     assert_eq!(error.exit_code(), 2);
     assert!(engines_in(dir.path()).is_empty());
 }
+
+#[test]
+fn a_model_with_two_inputs_is_not_calibrated() {
+    use prost::Message;
+
+    let dir = tempfile::tempdir().unwrap();
+    let onnx = std::fs::read(models_dir().join("digits_mlp_nchw.onnx")).unwrap();
+    let mut proto = tract_onnx::pb::ModelProto::decode(&*onnx).unwrap();
+    let graph = proto.graph.as_mut().unwrap();
+    let mut extra = graph.input[0].clone();
+    extra.name = "extra".into();
+    graph.input.push(extra);
+    let path = dir.path().join("two_inputs.onnx");
+    std::fs::write(&path, proto.encode_to_vec()).unwrap();
+    let sha256 = crate::model::digest::sha256_file(&path).unwrap();
+    let manifest = std::fs::read_to_string(models_dir().join("digits_mlp_nchw.toml"))
+        .unwrap()
+        .lines()
+        .map(|l| match l {
+            l if l.starts_with("file") => "file = \"two_inputs.onnx\"".to_string(),
+            l if l.starts_with("sha256") => format!("sha256 = \"{sha256}\""),
+            l => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let manifest_path = dir.path().join("two_inputs.toml");
+    std::fs::write(&manifest_path, manifest).unwrap();
+    let two = crate::model::Model::load(&manifest_path, &Default::default()).unwrap();
+    let trt = calibrating(orin_trt10, dir.path(), models_dir().join("digits_calib.npz"), None);
+    let error = trt.build(&two, 1).unwrap_err();
+    assert!(
+        error.to_string().contains("two_inputs.toml: has 2 inputs; calibration feeds models with one"),
+        "{error}"
+    );
+}

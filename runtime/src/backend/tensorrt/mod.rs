@@ -202,6 +202,10 @@ fn feeder(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOptions) 
                       calibrate its FP32 model, or build this one without --calib";
         return Err(Error::input(model.source_path(), reason));
     }
+    if model.inputs.len() != 1 {
+        let reason = format!("has {} inputs; calibration feeds models with one", model.inputs.len());
+        return Err(Error::input(model.source_path(), reason));
+    }
     if !runtime.version.has_int8_calibrator() {
         return Err(Error::Usage(format!(
             "--calib: TensorRT {} has no INT8 calibrator (TensorRT 11 removed it); quantize the model with \
