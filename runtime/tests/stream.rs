@@ -281,3 +281,40 @@ fn source_errors_and_misuse_are_one_line_errors() {
         assert!(stderr(&out).contains(message), "{args:?}: {}", stderr(&out));
     }
 }
+
+/// A camera node the user may not open. Root opens anything, so the run drops to `nobody` with
+/// util-linux's `setpriv`; skipped where the tests are not root, under qemu, or without setpriv.
+#[test]
+fn a_camera_the_user_may_not_open_says_how_to_get_access() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    let setpriv =
+        std::process::Command::new("setpriv").arg("--version").output().is_ok_and(|o| o.status.success());
+    if !root || !setpriv || emulated() {
+        return eprintln!("skipped: needs root, setpriv and a native run (root {root}, setpriv {setpriv})");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let node = dir.path().join("video0");
+    std::fs::write(&node, b"").unwrap();
+    std::fs::set_permissions(&node, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let uri = format!("v4l2://{}", node.display());
+    let out = std::process::Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_edgert")])
+        .args(["capture", "--source", &uri, "--out", "/nonexistent/out"])
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    if !err.starts_with("edgert: ") {
+        return eprintln!("skipped: nobody cannot start the test binary here: {err}");
+    }
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(
+        err.trim_end(),
+        format!(
+            "edgert: error: {}: permission denied: add the user to the video group (sudo usermod -aG video $USER) and log in again",
+            node.display()
+        )
+    );
+}

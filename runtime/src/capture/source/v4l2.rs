@@ -237,3 +237,24 @@ impl FrameSource for V4l2 {
         self.mjpeg.skipped()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the kernel answers for a busy, forbidden or unplugged camera, as the user reads it.
+    /// (`tests/stream.rs` produces the permission error for real; busy and unplugged need a camera.)
+    #[test]
+    fn device_errors_name_the_device_and_what_to_do() {
+        let path = Path::new("/dev/video3");
+        let says = |errno, doing| device_error(path, doing, io::Error::from_raw_os_error(errno)).to_string();
+        assert_eq!(
+            says(libc::EBUSY, "map buffers"),
+            "/dev/video3: busy: another program is streaming from this camera"
+        );
+        assert!(says(libc::EACCES, "open").contains("permission denied: add the user to the video group"));
+        assert!(says(libc::EPERM, "open").contains("permission denied"));
+        assert_eq!(says(libc::ENODEV, "capture"), "/dev/video3: the device went away (unplugged?)");
+        assert!(says(libc::EINVAL, "set the format").starts_with("/dev/video3: cannot set the format: "));
+    }
+}
