@@ -28,7 +28,7 @@ mod enabled {
 
     use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-    use crate::backend::{DeviceInput, Session};
+    use crate::backend::DeviceInput;
     use crate::cuda::{device, driver_error, GpuError};
     use crate::preprocess::frame::Frame;
     use crate::preprocess::fused::FusedPreprocess;
@@ -62,14 +62,7 @@ mod enabled {
 
     impl GpuStage {
         /// GPU 0, the kernels compiled for it, and the batch layout of `input_shape`.
-        pub fn open(
-            fused: FusedPreprocess,
-            session: &dyn Session,
-            backend: &str,
-            input_dtype: &str,
-            input_shape: &[usize],
-        ) -> Result<GpuStage> {
-            super::check_backend(session, backend)?;
+        pub fn open(fused: FusedPreprocess, input_dtype: &str, input_shape: &[usize]) -> Result<GpuStage> {
             let context = device::open(0)?;
             let pass = GpuPreprocess::new(&context, fused)?;
             let stream = pass.stream().clone();
@@ -119,7 +112,7 @@ pub use disabled::{DeviceBatch, GpuStage};
 
 #[cfg(not(feature = "cuda"))]
 mod disabled {
-    use crate::backend::{DeviceInput, Session};
+    use crate::backend::DeviceInput;
     use crate::preprocess::frame::Frame;
     use crate::preprocess::fused::FusedPreprocess;
     use crate::preprocess::Geometry;
@@ -136,14 +129,7 @@ mod disabled {
     }
 
     impl GpuStage {
-        pub fn open(
-            _fused: FusedPreprocess,
-            session: &dyn Session,
-            backend: &str,
-            _input_dtype: &str,
-            _input_shape: &[usize],
-        ) -> Result<GpuStage> {
-            super::check_backend(session, backend)?;
+        pub fn open(_fused: FusedPreprocess, _input_dtype: &str, _input_shape: &[usize]) -> Result<GpuStage> {
             Err(Error::BackendUnavailable {
                 name: "cuda".into(),
                 reason: "--preprocess gpu: CUDA is not compiled into this binary (build with --features \
@@ -183,32 +169,17 @@ pub fn open(
     if !on_gpu {
         return Ok(None);
     }
-    GpuStage::open(fused.clone(), session, backend, &input.dtype, input_shape).map(Some)
+    check_backend(session, backend)?;
+    GpuStage::open(fused.clone(), &input.dtype, input_shape).map(Some)
 }
 
 /// The GPU stage against the CPU pass; needs an NVIDIA GPU (`benches/gpu-check.sh` runs it).
 #[cfg(all(test, feature = "cuda"))]
 mod tests {
     use super::{DeviceBatch, GpuStage};
-    use crate::backend::Session;
     use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
     use crate::preprocess::frame::{Frame, PixelFormat};
     use crate::preprocess::fused::FusedPreprocess;
-    use crate::tensor::HostTensor;
-    use crate::Result;
-
-    /// A session that reads GPU memory, as the TensorRT backend does.
-    struct OnDevice;
-
-    impl Session for OnDevice {
-        fn run(&mut self, _input: &HostTensor) -> Result<Vec<HostTensor>> {
-            unreachable!("the GPU stage never hands over host tensors")
-        }
-
-        fn takes_device_input(&self) -> bool {
-            true
-        }
-    }
 
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
@@ -233,7 +204,7 @@ mod tests {
         }
         for dtype in ["f32", "f16"] {
             let shape = [2, 3, 224, 224];
-            let mut stage = GpuStage::open(fused.clone(), &OnDevice, "tensorrt", dtype, &shape).unwrap();
+            let mut stage = GpuStage::open(fused.clone(), dtype, &shape).unwrap();
             let mut batch = None;
             for k in 0..2 {
                 stage.fill(&mut batch, k, &frame(k)).unwrap();
