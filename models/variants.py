@@ -5,6 +5,7 @@
     python3 models/variants.py prune-2-4 --manifest M.toml --out V.onnx              # 2 of every 4 input weights
     python3 models/variants.py int8     --manifest M.toml --calib DATA --out V.onnx  # TensorRT-style QDQ
     python3 models/variants.py int8     --manifest M.toml --calib DATA --format qoperator --out V.onnx
+    python3 models/variants.py input-type --manifest M.toml --dtype f16|u8 --out V.onnx  # same model, other input
 
 Pruning touches the weights of Conv, Gemm and MatMul layers (not biases). Unstructured pruning zeroes
 the smallest-magnitude weights of each layer; 2:4 zeroes the two smallest of every four consecutive
@@ -102,7 +103,29 @@ def quantize_int8(src, dst, samples, fmt="qdq"):
                     op_types_to_quantize=["Conv", "MatMul"] if fmt == "qoperator" else None)
 
 
-def write_manifest(base_manifest, out, description):
+def retype_input(model, dtype, scale):
+    """The same model taking an f16 or u8 input: a Cast to float in front (and, for u8, the manifest's
+    scale moved into the model, so it takes pixels as they are)."""
+    graph = model.graph
+    x = graph.input[0]
+    inner = x.name + "_f32"
+    for node in graph.node:
+        for k, name in enumerate(node.input):
+            if name == x.name:
+                node.input[k] = inner
+    cast_out = inner if dtype == "f16" else x.name + "_cast"
+    front = [onnx.helper.make_node("Cast", [x.name], [cast_out], to=onnx.TensorProto.FLOAT)]
+    if dtype == "u8":
+        graph.initializer.append(numpy_helper.from_array(np.array(scale, np.float32), x.name + "_scale"))
+        front.append(onnx.helper.make_node("Mul", [cast_out, x.name + "_scale"], [inner]))
+    nodes = front + list(graph.node)
+    del graph.node[:]
+    graph.node.extend(nodes)
+    x.type.tensor_type.elem_type = onnx.TensorProto.FLOAT16 if dtype == "f16" else onnx.TensorProto.UINT8
+    onnx.checker.check_model(model)
+
+
+def write_manifest(base_manifest, out, description, dtype=None):
     """The base manifest with the variant's file and sha256, and a first line saying what it is."""
     with open(base_manifest) as f:
         text = f.read()
@@ -110,6 +133,10 @@ def write_manifest(base_manifest, out, description):
     rel = os.path.relpath(out, os.path.dirname(os.path.abspath(out)))
     text = re.sub(r'^file = ".*"$', f'file = "{rel}"', text, count=1, flags=re.M)
     text = re.sub(r'^sha256 = ".*"$', f'sha256 = "{digest}"', text, count=1, flags=re.M)
+    if dtype:
+        text = re.sub(r'^(layout = .*)$', f'\\1\ndtype = "{dtype}"', text, count=1, flags=re.M)
+    if dtype == "u8":
+        text = re.sub(r'^scale = .*$', 'scale = 1.0', text, count=1, flags=re.M)
     path = os.path.splitext(out)[0] + ".toml"
     with open(path, "w") as f:
         f.write(f"# Variant made by models/variants.py: {description}.\n" + text)
@@ -118,13 +145,14 @@ def write_manifest(base_manifest, out, description):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("kind", choices=["prune", "prune-2-4", "int8"])
+    ap.add_argument("kind", choices=["prune", "prune-2-4", "int8", "input-type"])
     ap.add_argument("--manifest", required=True, help="the FP32 model's manifest")
     ap.add_argument("--out", required=True, help="the variant's .onnx; its manifest goes beside it")
     ap.add_argument("--ratio", type=float, default=0.5, help="prune: share of each layer's weights to zero")
     ap.add_argument("--calib", help="int8: .npz with x, or a folder of images")
     ap.add_argument("--format", choices=["qdq", "qoperator"], default="qdq",
                     help="int8: Q/DQ nodes (TensorRT, ONNX Runtime) or QLinear operators (tract's integer kernels)")
+    ap.add_argument("--dtype", choices=["f16", "u8"], help="input-type: the input's element type")
     args = ap.parse_args()
     manifest = read_manifest(args.manifest)
     src = os.path.join(os.path.dirname(os.path.abspath(args.manifest)), manifest["model"]["file"])
@@ -140,11 +168,16 @@ def main():
         if args.kind == "prune":
             prune_unstructured(model, args.ratio)
             description = f"unstructured magnitude pruning, {args.ratio:.0%} of each layer's weights zeroed"
+        elif args.kind == "input-type":
+            if not args.dtype:
+                sys.exit("variants.py: input-type needs --dtype")
+            retype_input(model, args.dtype, manifest["preprocess"].get("scale", 1 / 255))
+            description = f"{args.dtype} input, cast to float inside"
         else:
             prune_two_of_four(model)
             description = "2:4 structured pruning along input channels"
         onnx.save(model, args.out)
-    print(write_manifest(args.manifest, args.out, description))
+    print(write_manifest(args.manifest, args.out, description, args.dtype if args.kind == "input-type" else None))
 
 
 if __name__ == "__main__":

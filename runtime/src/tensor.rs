@@ -47,3 +47,35 @@ impl TensorSpec {
         format!("[{}]", dims.join(", "))
     }
 }
+
+/// f32 values for a u8 input: rounded to the nearest, clamped to 0..=255 (NaN becomes 0).
+pub fn to_u8(values: &[f32]) -> Vec<u8> {
+    // `as` saturates and maps NaN to 0.
+    values.iter().map(|&v| v.round() as u8).collect()
+}
+
+/// f32 values for an f16 input, rounded to the nearest f16.
+pub fn to_f16(values: &[f32]) -> Vec<half::f16> {
+    values.iter().map(|&v| half::f16::from_f32(v)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn u8_inputs_round_and_clamp() {
+        assert_eq!(
+            to_u8(&[0.0, 0.49, 0.5, 1.5, 254.6, 255.4, 300.0, -3.0, f32::NAN]),
+            [0, 0, 1, 2, 255, 255, 255, 0, 0]
+        );
+    }
+
+    #[test]
+    fn f16_inputs_round_to_nearest() {
+        let halves = to_f16(&[0.5, 1.0 / 3.0, 70000.0]);
+        assert_eq!(halves[0].to_f32(), 0.5);
+        assert!((halves[1].to_f32() - 1.0 / 3.0).abs() < 1e-3);
+        assert!(halves[2].to_f32().is_infinite());
+    }
+}

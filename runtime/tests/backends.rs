@@ -8,10 +8,9 @@ mod common;
 use std::path::{Path, PathBuf};
 
 use common::*;
-use edgert::backend::{self, PrepareOptions};
+use edgert::backend;
 use edgert::capture;
-use edgert::model::{BareModelOptions, Model};
-use edgert::pipeline::{Pipeline, Sample};
+use edgert::pipeline::Sample;
 use edgert::validate::compare::cosine;
 
 /// The ONNX Runtime library the tests use, or `None` after saying why (a failure under CI).
@@ -23,23 +22,6 @@ fn ort_library(test: &str) -> Option<PathBuf> {
         eprintln!("SKIPPED {test}: {why}");
     }
     found
-}
-
-/// Raw outputs of a backend on each input; `None` for a backend not usable here.
-fn outputs(backend: &str, manifest: &str, inputs: &[Sample]) -> Vec<Vec<f32>> {
-    let model = Model::load(&model(manifest), &BareModelOptions::default()).unwrap();
-    let mut p = Pipeline::open(model, backend::select(backend).unwrap(), PrepareOptions::default()).unwrap();
-    inputs
-        .iter()
-        .map(|s| {
-            let (input, _) = p.preprocess(&[*s]).unwrap();
-            p.infer(&input).unwrap().into_iter().flat_map(|t| t.data).collect()
-        })
-        .collect()
-}
-
-fn top1(v: &[f32]) -> usize {
-    v.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0
 }
 
 const PHOTOS: &[&str] = &["astronaut.png", "bus.jpg", "chelsea.png", "coffee.png", "zidane.jpg"];
@@ -78,9 +60,9 @@ fn every_usable_backend_agrees_with_cpu_on_the_shipped_models() {
             m if m.starts_with("mnist") => (0..40).map(|i| Sample::Tensor(mnist.item(i))).collect(),
             _ => images.iter().map(Sample::Image).collect(),
         };
-        let reference = outputs("cpu", manifest, &inputs);
+        let reference = raw_outputs(backend::select("cpu").unwrap(), manifest, &inputs);
         for &name in &usable {
-            let other = outputs(name, manifest, &inputs);
+            let other = raw_outputs(backend::select(name).unwrap(), manifest, &inputs);
             let mut agree = 0;
             for (i, (a, b)) in reference.iter().zip(&other).enumerate() {
                 let c = cosine(a, b);

@@ -128,6 +128,41 @@ fn manifest_with_wrong_shape() {
 }
 
 #[test]
+fn manifest_whose_input_type_is_not_the_models() {
+    let dir = tempfile::tempdir().unwrap();
+    // The model takes f16; the manifest, without dtype, says f32.
+    let m = edited_manifest(dir.path(), "digits_mlp_f16_input.toml", |t| t.replace("dtype = \"f16\"\n", ""));
+    fails(
+        &["inspect", "--model", s(&m)],
+        2,
+        &["digits_mlp_f16_input.toml", "input 'input' is f16 in the model but input.dtype is f32"],
+    );
+    let m = edited_manifest(dir.path(), "digits_mlp_f16_input.toml", |t| t.replace("\"f16\"", "\"i8\""));
+    fails(&["inspect", "--model", s(&m)], 2, &["digits_mlp_f16_input.toml", "invalid manifest", "i8"]);
+}
+
+#[test]
+fn bare_model_with_an_input_type_edgert_cannot_feed() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut proto =
+        tract_onnx::pb::ModelProto::decode(&*std::fs::read(model("digits_mlp_nchw.onnx")).unwrap()).unwrap();
+    let input = &mut proto.graph.as_mut().unwrap().input[0];
+    let Some(tract_onnx::pb::type_proto::Value::TensorType(t)) =
+        input.r#type.as_mut().unwrap().value.as_mut()
+    else {
+        panic!("a tensor input")
+    };
+    t.elem_type = tract_onnx::pb::tensor_proto::DataType::Int64 as i32;
+    let path = dir.path().join("int64_input.onnx");
+    std::fs::write(&path, proto.encode_to_vec()).unwrap();
+    fails(
+        &["run", "--model", s(&path), "--input", s(&chelsea())],
+        2,
+        &["int64_input.onnx", "input 'input' is i64; edgert feeds f32, f16 or u8 inputs"],
+    );
+}
+
+#[test]
 fn manifest_that_is_not_toml_or_has_unknown_fields() {
     let dir = tempfile::tempdir().unwrap();
     let m = edited_manifest(dir.path(), "digits_mlp_nchw.toml", |t| {

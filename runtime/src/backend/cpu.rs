@@ -44,6 +44,6 @@ impl Backend for CpuBackend {
         let executor = if options.threads > 1 { Some(Executor::multithread(options.threads)) } else { None };
         let run_options = RunOptions { executor, ..Default::default() };
         let plan = typed.into_runnable_with_options(&run_options).map_err(|e| invalid(path, "plan", e))?;
-        Ok(Box::new(TractPrepared::new(Box::new(plan), input, outputs, path)))
+        Ok(Box::new(TractPrepared::new(Box::new(plan), input, outputs, model)))
     }
 }

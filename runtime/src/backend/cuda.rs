@@ -61,6 +61,6 @@ impl Backend for CudaBackend {
         let TractModel { typed, input, outputs } =
             tract_model::decluttered(model, options.batch, self.name())?;
         let plan = runtime.prepare(typed).map_err(|e| invalid(path, "CUDA plan", e))?;
-        Ok(Box::new(TractPrepared::new(plan, input, outputs, path)))
+        Ok(Box::new(TractPrepared::new(plan, input, outputs, model)))
     }
 }

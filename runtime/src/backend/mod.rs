@@ -1,6 +1,7 @@
 //! Backends run models: `Backend` (usable here?) → `Prepared` (a compiled plan) → `Session`
 //! (per thread: buffers and state). `registry` lists them in priority order.
 
+mod constant_dequantize;
 pub mod cpu;
 #[cfg(feature = "cuda-backend")]
 pub mod cuda;

@@ -6,11 +6,12 @@ use std::path::{Path, PathBuf};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::runtime::{Runnable, State};
 use tract_onnx::tract_hir::internal::DimLike;
+use tract_onnx::tract_hir::tract_ndarray::{ArrayD, IxDyn};
 
-use super::{Prepared, Session};
+use super::{constant_dequantize, Prepared, Session};
 use crate::error::one_line;
-use crate::model::{onnx, Model};
-use crate::tensor::{HostTensor, TensorSpec};
+use crate::model::{onnx, InputDtype, Model};
+use crate::tensor::{self, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
 pub struct TractModel {
@@ -32,6 +33,8 @@ pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractMo
     onnx::check_operators(path, proto, backend)?;
     let invalid = |stage: &str, e: TractError| invalid(path, stage, e);
     let dir = path.parent().and_then(|d| d.to_str());
+    let folded = constant_dequantize::fold(proto);
+    let proto = folded.as_ref().unwrap_or(proto);
     let mut graph = onnx::framework().parse(proto, dir).map_err(|e| invalid("parse", e))?.model;
     let input_index = graph
         .input_outlets()
@@ -40,7 +43,13 @@ pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractMo
         .position(|o| graph.node(o.node).name == model.manifest.input.name)
         .unwrap_or(0);
     let shape = model.input_shape(batch);
-    graph.set_input_fact(input_index, f32::fact(&shape).into()).map_err(|e| invalid("input shape", e))?;
+    let dtype = model.manifest.input.dtype;
+    let datum = match dtype {
+        InputDtype::F32 => f32::datum_type(),
+        InputDtype::F16 => f16::datum_type(),
+        InputDtype::U8 => u8::datum_type(),
+    };
+    graph.set_input_fact(input_index, datum.fact(&shape).into()).map_err(|e| invalid("input shape", e))?;
     let typed = graph.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| invalid("analysis", e))?;
     let outputs = typed
         .output_outlets()
@@ -62,7 +71,7 @@ pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractMo
     let input = TensorSpec {
         name: model.manifest.input.name.clone(),
         shape: shape.iter().map(|&d| Some(d)).collect(),
-        dtype: "f32".into(),
+        dtype: dtype.name().into(),
     };
     Ok(TractModel { typed, input, outputs })
 }
@@ -72,12 +81,14 @@ pub struct TractPrepared {
     plan: Box<dyn Runnable>,
     inputs: Vec<TensorSpec>,
     outputs: Vec<TensorSpec>,
+    dtype: InputDtype,
     path: PathBuf,
 }
 
 impl TractPrepared {
-    pub fn new(plan: Box<dyn Runnable>, input: TensorSpec, outputs: Vec<TensorSpec>, path: &Path) -> Self {
-        TractPrepared { plan, inputs: vec![input], outputs, path: path.to_owned() }
+    pub fn new(plan: Box<dyn Runnable>, input: TensorSpec, outputs: Vec<TensorSpec>, model: &Model) -> Self {
+        let (dtype, path) = (model.manifest.input.dtype, model.onnx_path.clone());
+        TractPrepared { plan, inputs: vec![input], outputs, dtype, path }
     }
 }
 
@@ -97,13 +108,14 @@ impl Prepared for TractPrepared {
     fn spawn(&self) -> Result<Box<dyn Session>> {
         let state = self.plan.spawn().map_err(|e| failed(&self.path, e))?;
         let expected = self.inputs[0].shape.iter().map(|d| d.unwrap_or(0)).collect();
-        Ok(Box::new(TractSession { state, expected, path: self.path.clone() }))
+        Ok(Box::new(TractSession { state, expected, dtype: self.dtype, path: self.path.clone() }))
     }
 }
 
 struct TractSession {
     state: Box<dyn State>,
     expected: Vec<usize>,
+    dtype: InputDtype,
     path: PathBuf,
 }
 
@@ -116,8 +128,18 @@ impl Session for TractSession {
             });
         }
         let failed = |e| failed(&self.path, e);
-        // tract wants its input owned: one copy, small next to the model's own run.
-        let tensor = Tensor::from_shape(&input.shape, &input.data).map_err(failed)?;
+        // tract wants its input owned: one copy (converted to the model's type, straight into the
+        // tensor), small next to the model's own run.
+        let shape = IxDyn(&input.shape);
+        let tensor: Tensor = match self.dtype {
+            InputDtype::F32 => Tensor::from_shape(&input.shape, &input.data).map_err(failed)?,
+            InputDtype::F16 => ArrayD::from_shape_vec(shape, tensor::to_f16(&input.data))
+                .map_err(|e| failed(e.into()))?
+                .into(),
+            InputDtype::U8 => ArrayD::from_shape_vec(shape, tensor::to_u8(&input.data))
+                .map_err(|e| failed(e.into()))?
+                .into(),
+        };
         let outputs = self.state.run(tvec!(tensor.into_tvalue())).map_err(failed)?;
         outputs
             .iter()

@@ -10,7 +10,7 @@ use clap::Args;
 use super::emit;
 use super::source_args::{positive, OpenArgs};
 use crate::capture::source::recording::Writer;
-use crate::capture::source::{self, Capture};
+use crate::capture::source::{self, Capture, SourceOptions};
 use crate::Error;
 
 #[derive(Args)]
@@ -33,7 +33,9 @@ pub struct CaptureArgs {
 }
 
 pub fn main(args: CaptureArgs) -> anyhow::Result<ExitCode> {
-    let mut source = source::open(&args.source, &args.open.options())?;
+    // An MJPEG camera's frames are stored as they came, not re-encoded.
+    let options = SourceOptions { keep_encoded: true, ..args.open.options() };
+    let mut source = source::open(&args.source, &options)?;
     let info = source.info().clone();
     if let Some(detail) = &info.detail {
         eprintln!("edgert: {}: {detail}", info.uri);

@@ -44,6 +44,7 @@ impl OpenArgs {
             height: self.height.map(|h| h as usize),
             format: self.format,
             buffers: self.buffers.unwrap_or(4),
+            keep_encoded: false,
         }
     }
 }

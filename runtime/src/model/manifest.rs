@@ -50,12 +50,34 @@ pub struct InputSection {
     pub shape: Vec<usize>,
     #[serde(default)]
     pub layout: Layout,
-    #[serde(default = "default_dtype")]
-    pub dtype: String,
+    #[serde(default)]
+    pub dtype: InputDtype,
 }
 
-fn default_dtype() -> String {
-    "f32".into()
+/// The element type the model's input takes. Preprocessing works in f32; a backend converts once,
+/// as it hands the batch to its runtime (`tensor::to_u8`, `tensor::to_f16`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InputDtype {
+    #[default]
+    F32,
+    F16,
+    /// Pixels as they are: rounded and clamped to 0..=255 (the manifest's `scale` is then usually 1).
+    U8,
+}
+
+impl InputDtype {
+    pub fn name(self) -> &'static str {
+        match self {
+            InputDtype::F32 => "f32",
+            InputDtype::F16 => "f16",
+            InputDtype::U8 => "u8",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<InputDtype> {
+        [InputDtype::F32, InputDtype::F16, InputDtype::U8].into_iter().find(|d| d.name() == name)
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -212,9 +234,6 @@ impl Manifest {
         let bad = |reason: String| Err(Error::manifest(path, reason));
         if self.input.shape.len() < 2 || self.input.shape.iter().skip(1).any(|&d| d == 0) {
             return bad(format!("input.shape {:?} needs a batch and non-zero dimensions", self.input.shape));
-        }
-        if self.input.dtype != "f32" {
-            return bad(format!("input.dtype '{}' is not supported (only f32)", self.input.dtype));
         }
         let channels = self.preprocess.channels.channels();
         for (name, values) in [("mean", &self.preprocess.mean), ("std", &self.preprocess.std)] {

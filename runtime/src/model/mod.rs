@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use tract_onnx::pb;
 
-pub use manifest::{Manifest, Task};
+pub use manifest::{InputDtype, Manifest, Task};
 
 use crate::tensor::TensorSpec;
 use crate::{Error, Result};
@@ -71,7 +71,7 @@ impl Model {
             let input = TensorSpec {
                 name: manifest.input.name.clone(),
                 shape: manifest.input.shape.iter().map(|&d| Some(d)).collect(),
-                dtype: manifest.input.dtype.clone(),
+                dtype: manifest.input.dtype.name().into(),
             };
             (manifest, None, vec![input], Vec::new())
         } else {
@@ -182,6 +182,16 @@ fn check_against_model(
             ),
         ));
     }
+    let dtype = m.input.dtype.name();
+    if declared.dtype != "unknown" && declared.dtype != dtype {
+        return Err(Error::manifest(
+            path,
+            format!(
+                "input '{}' is {} in the model but input.dtype is {dtype} in the manifest",
+                m.input.name, declared.dtype
+            ),
+        ));
+    }
     if let Some(yolo) = &m.yolo {
         for head in &yolo.heads {
             if !outputs.iter().any(|o| o.name == head.output) {
@@ -220,6 +230,15 @@ fn bare_manifest(
             ),
         ));
     }
+    let dtype = match input.dtype.as_str() {
+        "unknown" => InputDtype::F32,
+        name => InputDtype::from_name(name).ok_or_else(|| {
+            Error::input(
+                path,
+                format!("input '{}' is {name}; edgert feeds f32, f16 or u8 inputs", input.name),
+            )
+        })?,
+    };
     let shape: Vec<usize> = input.shape.iter().map(|d| d.unwrap_or(1)).collect();
     let nhwc = shape.len() == 4 && matches!(shape[3], 1 | 3) && !matches!(shape[1], 1 | 3);
     let channels = match (shape.len(), nhwc) {
@@ -243,8 +262,10 @@ task = "{task}"
 name = {name:?}
 shape = {shape:?}
 layout = "{layout}"
+dtype = "{dtype}"
 [preprocess]
 channels = "{channels}"
+scale = {scale:?}
 "#,
         file = path.display().to_string(),
         task = match task {
@@ -254,6 +275,9 @@ channels = "{channels}"
         name = input.name,
         layout = if nhwc { "nhwc" } else { "nchw" },
         channels = if channels == 1 { "gray" } else { "rgb" },
+        dtype = dtype.name(),
+        // A u8 input takes pixels as they are.
+        scale = if dtype == InputDtype::U8 { 1.0 } else { 1.0 / 255.0 },
     );
     let mut manifest: Manifest =
         toml::from_str(&toml).map_err(|e| Error::input(path, format!("cannot describe model: {e}")))?;

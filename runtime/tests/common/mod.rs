@@ -39,6 +39,29 @@ pub fn command(args: &[&str]) -> Command {
     command
 }
 
+/// Raw outputs of a manifest's model through a selected backend, one vector per input, each input
+/// preprocessed as the manifest says.
+pub fn raw_outputs(
+    backend: edgert::backend::Selected,
+    manifest: &str,
+    inputs: &[edgert::pipeline::Sample],
+) -> Vec<Vec<f32>> {
+    let model = edgert::model::Model::load(&model(manifest), &Default::default()).unwrap();
+    let mut p = edgert::pipeline::Pipeline::open(model, backend, Default::default()).unwrap();
+    inputs
+        .iter()
+        .map(|s| {
+            let (input, _) = p.preprocess(&[*s]).unwrap();
+            p.infer(&input).unwrap().into_iter().flat_map(|t| t.data).collect()
+        })
+        .collect()
+}
+
+/// The index of the largest value: a classifier's top-1 class.
+pub fn top1(v: &[f32]) -> usize {
+    v.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0
+}
+
 /// Whether the binary runs under an emulator (`EDGERT_TEST_RUNNER`, e.g. qemu-aarch64).
 pub fn emulated() -> bool {
     std::env::var_os("EDGERT_TEST_RUNNER").is_some_and(|r| !r.is_empty())

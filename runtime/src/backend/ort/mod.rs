@@ -10,13 +10,14 @@ use std::sync::{Mutex, OnceLock};
 
 use ort::ep;
 use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
-use ort::value::TensorRef;
+use ort::session::SessionInputValue;
+use ort::value::{Tensor, TensorRef};
 
 pub use self::library::set_library;
 pub use self::options::{configure, OrtOptions, Provider};
 use super::{Backend, PrepareOptions, Prepared, Session};
-use crate::model::Model;
-use crate::tensor::{HostTensor, TensorSpec};
+use crate::model::{InputDtype, Model};
+use crate::tensor::{self, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
 pub struct OrtBackend;
@@ -78,14 +79,15 @@ impl Backend for OrtBackend {
         let inputs = vec![TensorSpec {
             name: model.manifest.input.name.clone(),
             shape: shape.iter().map(|&d| Some(d)).collect(),
-            dtype: "f32".into(),
+            dtype: model.manifest.input.dtype.name().into(),
         }];
         let outputs = session
             .outputs()
             .iter()
             .map(|o| TensorSpec { name: o.name().to_string(), shape: Vec::new(), dtype: "f32".into() })
             .collect();
-        Ok(Box::new(OrtPrepared { recipe, first: Mutex::new(Some(session)), shape, inputs, outputs }))
+        let dtype = model.manifest.input.dtype;
+        Ok(Box::new(OrtPrepared { recipe, first: Mutex::new(Some(session)), shape, dtype, inputs, outputs }))
     }
 }
 
@@ -153,6 +155,7 @@ struct OrtPrepared {
     /// The session `prepare` built, handed to the first `spawn`.
     first: Mutex<Option<ort::session::Session>>,
     shape: Vec<usize>,
+    dtype: InputDtype,
     inputs: Vec<TensorSpec>,
     outputs: Vec<TensorSpec>,
 }
@@ -179,6 +182,7 @@ impl Prepared for OrtPrepared {
         Ok(Box::new(OrtSession {
             session,
             input_name: self.inputs[0].name.clone(),
+            dtype: self.dtype,
             expected: self.shape.clone(),
             path: self.recipe.path.clone(),
         }))
@@ -188,6 +192,7 @@ impl Prepared for OrtPrepared {
 struct OrtSession {
     session: ort::session::Session,
     input_name: String,
+    dtype: InputDtype,
     expected: Vec<usize>,
     path: std::path::PathBuf,
 }
@@ -205,9 +210,15 @@ impl Session for OrtSession {
             )));
         }
         let shape: Vec<i64> = input.shape.iter().map(|&d| d as i64).collect();
-        let tensor = TensorRef::from_array_view((shape, &input.data[..])).map_err(|e| failed(&e))?;
+        // f32 is borrowed as it is; f16 and u8 are converted into a tensor of their own.
+        let value: SessionInputValue = match self.dtype {
+            InputDtype::F32 => TensorRef::from_array_view((shape, &input.data[..])).map(Into::into),
+            InputDtype::F16 => Tensor::from_array((shape, tensor::to_f16(&input.data))).map(Into::into),
+            InputDtype::U8 => Tensor::from_array((shape, tensor::to_u8(&input.data))).map(Into::into),
+        }
+        .map_err(|e| failed(&e))?;
         let outputs =
-            self.session.run(ort::inputs![self.input_name.as_str() => tensor]).map_err(|e| failed(&e))?;
+            self.session.run(ort::inputs![self.input_name.as_str() => value]).map_err(|e| failed(&e))?;
         outputs
             .values()
             .map(|value| {

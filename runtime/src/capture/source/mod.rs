@@ -73,11 +73,22 @@ pub struct SourceOptions {
     pub format: Option<camera_format::CameraFormat>,
     /// A camera's mmap buffers (at least 2).
     pub buffers: u32,
+    /// Keep each MJPEG camera frame's JPEG beside its pixels (`Captured::encoded`), for a recording
+    /// to store as it came. Off, the JPEG is not copied out of the driver's buffer.
+    pub keep_encoded: bool,
 }
 
 impl Default for SourceOptions {
     fn default() -> SourceOptions {
-        SourceOptions { fps: None, looped: false, width: None, height: None, format: None, buffers: 4 }
+        SourceOptions {
+            fps: None,
+            looped: false,
+            width: None,
+            height: None,
+            format: None,
+            buffers: 4,
+            keep_encoded: false,
+        }
     }
 }
 

@@ -38,8 +38,8 @@ pub struct V4l2 {
     handle: Arc<Handle>,
     raw: Option<PixelFormat>,
     mjpeg: MjpegDecoder,
-    /// The JPEG the last MJPEG frame was decoded from.
-    jpeg: Vec<u8>,
+    /// The JPEG the last MJPEG frame was decoded from, where the caller keeps it.
+    jpeg: Option<Vec<u8>>,
     started: bool,
     first_timestamp: Option<Duration>,
     // Keeps the device open for the stream's lifetime.
@@ -136,7 +136,7 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
         stream,
         raw,
         mjpeg: MjpegDecoder::default(),
-        jpeg: Vec::new(),
+        jpeg: options.keep_encoded.then(Vec::new),
         started: false,
         first_timestamp: None,
         _device: device,
@@ -223,14 +223,16 @@ impl FrameSource for V4l2 {
             if self.mjpeg.decode_sized(&data[..used], (width, height)) {
                 let (timestamp, at) = when(&mut self.first_timestamp, meta.timestamp, meta.flags);
                 // Kept past the next dequeue, for a recording to store as it came.
-                self.jpeg.clear();
-                self.jpeg.extend_from_slice(&data[..used]);
+                if let Some(jpeg) = &mut self.jpeg {
+                    jpeg.clear();
+                    jpeg.extend_from_slice(&data[..used]);
+                }
                 break (meta.sequence as u64, timestamp, at);
             }
         };
         let frame = Frame::new(PixelFormat::Rgb24, width, height, stride, self.mjpeg.rgb())
             .expect("decoded at this size");
-        Ok(Capture::Frame(Captured { frame, sequence, timestamp, at, encoded: Some(&self.jpeg) }))
+        Ok(Capture::Frame(Captured { frame, sequence, timestamp, at, encoded: self.jpeg.as_deref() }))
     }
 
     fn skipped(&self) -> u64 {
