@@ -1,6 +1,11 @@
 //! Host tensors exchanged with backends, independent of any backend's own types.
 
+use std::borrow::Cow;
+
+use half::f16;
 use serde::Serialize;
+
+use crate::model::InputDtype;
 
 /// A dense f32 tensor in host memory, row-major.
 #[derive(Debug, Clone, PartialEq)]
@@ -48,15 +53,130 @@ impl TensorSpec {
     }
 }
 
-/// f32 values for a u8 input: rounded to the nearest, clamped to 0..=255 (NaN becomes 0).
-pub fn to_u8(values: &[f32]) -> Vec<u8> {
-    // `as` saturates and maps NaN to 0.
-    values.iter().map(|&v| v.round() as u8).collect()
+/// An element type a model input may take (`input.dtype`): how a preprocessed f32 value becomes
+/// one, and back.
+pub trait InputElement: Copy + Default + Send + Sync + 'static {
+    fn from_f32(value: f32) -> Self;
+    fn to_f32(self) -> f32;
+    /// The values, where they are of this type already.
+    fn borrowed(view: InputView<'_>) -> Option<&[Self]>;
 }
 
-/// f32 values for an f16 input, rounded to the nearest f16.
-pub fn to_f16(values: &[f32]) -> Vec<half::f16> {
-    values.iter().map(|&v| half::f16::from_f32(v)).collect()
+impl InputElement for f32 {
+    #[inline(always)]
+    fn from_f32(value: f32) -> f32 {
+        value
+    }
+    fn to_f32(self) -> f32 {
+        self
+    }
+    fn borrowed(view: InputView<'_>) -> Option<&[f32]> {
+        match view {
+            InputView::F32(values) => Some(values),
+            _ => None,
+        }
+    }
+}
+
+/// Rounded to the nearest f16.
+impl InputElement for f16 {
+    #[inline(always)]
+    fn from_f32(value: f32) -> f16 {
+        f16::from_f32(value)
+    }
+    fn to_f32(self) -> f32 {
+        f16::to_f32(self)
+    }
+    fn borrowed(view: InputView<'_>) -> Option<&[f16]> {
+        match view {
+            InputView::F16(values) => Some(values),
+            _ => None,
+        }
+    }
+}
+
+/// Rounded to the nearest, clamped to 0..=255, NaN as 0.
+impl InputElement for u8 {
+    #[inline(always)]
+    fn from_f32(value: f32) -> u8 {
+        // `as` saturates and maps NaN to 0.
+        value.round() as u8
+    }
+    fn to_f32(self) -> f32 {
+        self.into()
+    }
+    fn borrowed(view: InputView<'_>) -> Option<&[u8]> {
+        match view {
+            InputView::U8(values) => Some(values),
+            _ => None,
+        }
+    }
+}
+
+/// A batch's values in one of the element types a model input takes, owned: the camera pipeline
+/// preprocesses frames straight into the model's own type.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputData {
+    F32(Vec<f32>),
+    F16(Vec<f16>),
+    U8(Vec<u8>),
+}
+
+impl InputData {
+    pub fn zeros(dtype: InputDtype, len: usize) -> InputData {
+        match dtype {
+            InputDtype::F32 => InputData::F32(vec![0.0; len]),
+            InputDtype::F16 => InputData::F16(vec![f16::ZERO; len]),
+            InputDtype::U8 => InputData::U8(vec![0; len]),
+        }
+    }
+
+    pub fn view(&self) -> InputView<'_> {
+        match self {
+            InputData::F32(values) => InputView::F32(values),
+            InputData::F16(values) => InputView::F16(values),
+            InputData::U8(values) => InputView::U8(values),
+        }
+    }
+}
+
+/// A batch's values, borrowed for one run, in the type they were made in.
+#[derive(Debug, Clone, Copy)]
+pub enum InputView<'a> {
+    F32(&'a [f32]),
+    F16(&'a [f16]),
+    U8(&'a [u8]),
+}
+
+impl<'a> InputView<'a> {
+    /// The values as `T`: borrowed when they are `T` already, else converted (f32 to u8 rounds and
+    /// clamps, f32 to f16 rounds; f16 and u8 to f32 are exact).
+    pub fn to<T: InputElement>(self) -> Cow<'a, [T]> {
+        fn convert<S: InputElement, T: InputElement>(values: &[S]) -> Vec<T> {
+            values.iter().map(|&v| T::from_f32(v.to_f32())).collect()
+        }
+        match T::borrowed(self) {
+            Some(values) => Cow::Borrowed(values),
+            None => Cow::Owned(match self {
+                InputView::F32(values) => convert(values),
+                InputView::F16(values) => convert(values),
+                InputView::U8(values) => convert(values),
+            }),
+        }
+    }
+}
+
+/// One input batch as a backend runs it: its shape and values.
+#[derive(Debug, Clone, Copy)]
+pub struct Batch<'a> {
+    pub shape: &'a [usize],
+    pub values: InputView<'a>,
+}
+
+impl<'a> From<&'a HostTensor> for Batch<'a> {
+    fn from(tensor: &'a HostTensor) -> Batch<'a> {
+        Batch { shape: &tensor.shape, values: InputView::F32(&tensor.data) }
+    }
 }
 
 #[cfg(test)]
@@ -65,15 +185,30 @@ mod tests {
 
     #[test]
     fn u8_inputs_round_and_clamp() {
-        assert_eq!(
-            to_u8(&[0.0, 0.49, 0.5, 1.5, 254.6, 255.4, 300.0, -3.0, f32::NAN]),
-            [0, 0, 1, 2, 255, 255, 255, 0, 0]
-        );
+        let values = [0.0, 0.49, 0.5, 1.5, 254.6, 255.4, 300.0, -3.0, f32::NAN];
+        assert_eq!(*InputView::F32(&values).to::<u8>(), [0, 0, 1, 2, 255, 255, 255, 0, 0]);
+    }
+
+    #[test]
+    fn a_batch_of_the_models_type_is_borrowed_and_others_are_converted() {
+        let bytes = [0u8, 7, 255];
+        let view = InputView::U8(&bytes);
+        assert!(matches!(view.to::<u8>(), Cow::Borrowed(b) if b.as_ptr() == bytes.as_ptr()));
+        assert_eq!(*view.to::<f32>(), [0.0, 7.0, 255.0]);
+        assert_eq!(*view.to::<f16>(), [0.0, 7.0, 255.0].map(f16::from_f32));
+        let values = [0.5f32, 1.0 / 3.0, 300.0];
+        let view = InputView::F32(&values);
+        assert!(matches!(view.to::<f32>(), Cow::Borrowed(_)));
+        assert_eq!(*view.to::<u8>(), [1, 0, 255]);
+        assert_eq!(*view.to::<f16>(), values.map(f16::from_f32));
+        let halves = [2.5, -1.0].map(f16::from_f32);
+        assert_eq!(*InputView::F16(&halves).to::<u8>(), [3, 0]);
+        assert_eq!(*InputView::F16(&halves).to::<f32>(), [2.5, -1.0]);
     }
 
     #[test]
     fn f16_inputs_round_to_nearest() {
-        let halves = to_f16(&[0.5, 1.0 / 3.0, 70000.0]);
+        let halves = InputView::F32(&[0.5, 1.0 / 3.0, 70000.0]).to::<f16>();
         assert_eq!(halves[0].to_f32(), 0.5);
         assert!((halves[1].to_f32() - 1.0 / 3.0).abs() < 1e-3);
         assert!(halves[2].to_f32().is_infinite());

@@ -12,7 +12,7 @@ pub mod tensorrt;
 mod tract_model;
 
 use crate::model::Model;
-use crate::tensor::{HostTensor, TensorSpec};
+use crate::tensor::{Batch, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
 /// How to prepare a model.
@@ -50,8 +50,14 @@ pub trait Prepared: Send + Sync {
 
 pub trait Session: Send {
     /// Runs one batch; outputs come in the order of `Prepared::outputs`. The input is borrowed so
-    /// a camera pipeline can reuse its buffer for the next frame.
-    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>>;
+    /// a camera pipeline can reuse its buffer for the next frame. Its values may be f32, f16 or
+    /// u8: the backend converts those not of the model's input type.
+    fn run_batch(&mut self, input: Batch) -> Result<Vec<HostTensor>>;
+
+    /// Runs one f32 batch.
+    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>> {
+        self.run_batch(input.into())
+    }
 
     /// Where a GPU backend's last run spent its time; None on the CPU.
     fn device_timing(&self) -> Option<DeviceTiming> {

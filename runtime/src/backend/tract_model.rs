@@ -6,12 +6,11 @@ use std::path::{Path, PathBuf};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::runtime::{Runnable, State};
 use tract_onnx::tract_hir::internal::DimLike;
-use tract_onnx::tract_hir::tract_ndarray::{ArrayD, IxDyn};
 
 use super::{constant_dequantize, Prepared, Session};
 use crate::error::one_line;
 use crate::model::{onnx, InputDtype, Model};
-use crate::tensor::{self, HostTensor, TensorSpec};
+use crate::tensor::{Batch, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
 pub struct TractModel {
@@ -120,7 +119,7 @@ struct TractSession {
 }
 
 impl Session for TractSession {
-    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>> {
+    fn run_batch(&mut self, input: Batch) -> Result<Vec<HostTensor>> {
         if input.shape != self.expected {
             return Err(Error::Inference {
                 path: self.path.clone(),
@@ -128,18 +127,14 @@ impl Session for TractSession {
             });
         }
         let failed = |e| failed(&self.path, e);
-        // tract wants its input owned: one copy (converted to the model's type, straight into the
-        // tensor), small next to the model's own run.
-        let shape = IxDyn(&input.shape);
-        let tensor: Tensor = match self.dtype {
-            InputDtype::F32 => Tensor::from_shape(&input.shape, &input.data).map_err(failed)?,
-            InputDtype::F16 => ArrayD::from_shape_vec(shape, tensor::to_f16(&input.data))
-                .map_err(|e| failed(e.into()))?
-                .into(),
-            InputDtype::U8 => ArrayD::from_shape_vec(shape, tensor::to_u8(&input.data))
-                .map_err(|e| failed(e.into()))?
-                .into(),
-        };
+        // tract wants its input owned: one copy (converted to the model's type where it is not
+        // that already), small next to the model's own run.
+        let tensor = match self.dtype {
+            InputDtype::F32 => Tensor::from_shape(input.shape, &input.values.to::<f32>()),
+            InputDtype::F16 => Tensor::from_shape(input.shape, &input.values.to::<f16>()),
+            InputDtype::U8 => Tensor::from_shape(input.shape, &input.values.to::<u8>()),
+        }
+        .map_err(failed)?;
         let outputs = self.state.run(tvec!(tensor.into_tvalue())).map_err(failed)?;
         outputs
             .iter()

@@ -54,8 +54,9 @@ pub struct InputSection {
     pub dtype: InputDtype,
 }
 
-/// The element type the model's input takes. Preprocessing works in f32; a backend converts once,
-/// as it hands the batch to its runtime (`tensor::to_u8`, `tensor::to_f16`).
+/// The element type the model's input takes. Camera frames are preprocessed straight into it;
+/// images and tensors are made in f32, and the backend converts them once, as it hands the batch
+/// to its runtime (`tensor::InputView::to`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum InputDtype {

@@ -1,11 +1,13 @@
 //! One pass from a raw frame to the model's input tensor: each output value samples its four source
 //! pixels, converts their colour, interpolates (bilinear, OpenCV INTER_LINEAR's pixel-centre
-//! convention), scales and normalizes, and lands in the model's channel order and layout. The
+//! convention), scales and normalizes, and lands in the model's channel order, layout and element
+//! type (f32, f16 or u8, converted as each value is stored: no second pass). The
 //! sampling taps of every output row and column are computed once per frame size, not per frame.
 
 use super::frame::{luma, yuv_values_to_rgb, Frame, PixelFormat};
 use super::Geometry;
 use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
+use crate::tensor::InputElement;
 
 /// Where an output column (or row) samples the source: two neighbours and the second's weight.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -170,8 +172,9 @@ impl FusedPreprocess {
         self.geometry
     }
 
-    /// Fills `out` (`item_len` values) from `frame`, which must have the planned size.
-    pub fn run(&self, frame: &Frame, out: &mut [f32]) -> Result<Geometry, String> {
+    /// Fills `out` (`item_len` values) from `frame`, which must have the planned size: f32, or
+    /// the f16 or u8 a model's input takes, each value converted as it is stored.
+    pub fn run<T: InputElement>(&self, frame: &Frame, out: &mut [T]) -> Result<Geometry, String> {
         self.check(frame, out.len())?;
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {
@@ -187,7 +190,7 @@ impl FusedPreprocess {
     /// same operations in the same order, so the same values bit for bit.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2")]
-    fn fill_frame_avx2(&self, frame: &Frame, out: &mut [f32]) {
+    fn fill_frame_avx2<T: InputElement>(&self, frame: &Frame, out: &mut [T]) {
         self.fill_frame(frame, out)
     }
 
@@ -195,7 +198,7 @@ impl FusedPreprocess {
     /// word becomes RGB. Rows are split into whole pixels (or YUYV pairs) so that a pixel costs one
     /// bounds check.
     #[inline(always)]
-    pub(super) fn fill_frame(&self, frame: &Frame, out: &mut [f32]) {
+    pub(super) fn fill_frame<T: InputElement>(&self, frame: &Frame, out: &mut [T]) {
         let (w, s, d) = (frame.width, frame.stride, frame.data);
         match frame.format {
             PixelFormat::Rgb24 | PixelFormat::Bgr24 => {
@@ -255,9 +258,9 @@ impl FusedPreprocess {
     /// output pixels: gather the four neighbours' words, then unpack, interpolate, normalize and
     /// store, each step a loop over arrays of one component, which the compiler vectorizes.
     #[inline(always)]
-    fn fill<P: Fn(usize) -> Word>(
+    fn fill<T: InputElement, P: Fn(usize) -> Word>(
         &self,
-        out: &mut [f32],
+        out: &mut [T],
         unpack: impl Fn(Word, u32) -> [f32; 3],
         row: impl Fn(usize) -> P,
     ) {
@@ -304,12 +307,12 @@ impl FusedPreprocess {
                     match self.layout {
                         Layout::Nchw => {
                             for (o, v) in out[c * plane + at..][..n].iter_mut().zip(colour) {
-                                *o = v * gain + bias;
+                                *o = T::from_f32(v * gain + bias);
                             }
                         }
                         Layout::Nhwc => {
                             for (i, v) in colour[..n].iter().enumerate() {
-                                out[(at + i) * channels + c] = v * gain + bias;
+                                out[(at + i) * channels + c] = T::from_f32(v * gain + bias);
                             }
                         }
                     }

@@ -1,11 +1,13 @@
 //! The fused pass against the step-by-step reference, on random frames, sizes and recipes.
 
+use half::f16;
 use proptest::prelude::*;
 
 use super::frame::{yuv_to_rgb, Frame, PixelFormat};
 use super::fused::FusedPreprocess;
 use super::reference;
 use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
+use crate::tensor::InputView;
 
 const FORMATS: [PixelFormat; 5] =
     [PixelFormat::Yuyv, PixelFormat::Nv12, PixelFormat::Grey, PixelFormat::Rgb24, PixelFormat::Bgr24];
@@ -56,6 +58,14 @@ proptest! {
         let mut portable = vec![f32::NAN; fused.item_len()];
         fused.fill_frame(&frame, &mut portable);
         prop_assert!(got.iter().zip(&portable).all(|(a, b)| a.to_bits() == b.to_bits()));
+        // For an f16 or u8 model the pass converts each value as it stores it: the f32 values,
+        // rounded as a backend would round them.
+        let mut halves = vec![f16::NAN; fused.item_len()];
+        fused.run(&frame, &mut halves).unwrap();
+        prop_assert!(halves.iter().zip(&got).all(|(h, v)| h.to_bits() == f16::from_f32(*v).to_bits()));
+        let mut bytes = vec![0u8; fused.item_len()];
+        fused.run(&frame, &mut bytes).unwrap();
+        prop_assert_eq!(&bytes[..], &*InputView::F32(&got).to::<u8>());
         let want = reference::preprocess(&frame, &spec, out_w, out_h, layout).unwrap();
         prop_assert_eq!(got.len(), want.len());
         let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
@@ -95,6 +105,10 @@ fn identity_size_is_the_pixels_themselves() {
     let mut out = vec![0.0; fused.item_len()];
     fused.run(&frame, &mut out).unwrap();
     assert_eq!(out, data.iter().map(|&v| v as f32).collect::<Vec<_>>());
+    // A u8 model with scale 1 gets the bytes themselves.
+    let mut bytes = vec![0u8; fused.item_len()];
+    fused.run(&frame, &mut bytes).unwrap();
+    assert_eq!(bytes, data);
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Image preprocessing, all read from the manifest: resize (stretch, letterbox, centre-crop),
 //! scale, mean/std, channel order and layout, into one f32 batch item. `fused` does the same in one
-//! pass from raw camera frames (`frame`), checked against `reference`.
+//! pass from raw camera frames (`frame`), into f32 or the f16 or u8 a model takes, checked against
+//! `reference`.
 
 pub mod frame;
 pub mod fused;

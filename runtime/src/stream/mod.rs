@@ -131,6 +131,8 @@ pub fn run(
     let fused = pipeline.frame_preprocess(info.width, info.height)?;
     let input_shape = pipeline.model.input_shape(pipeline.options.batch);
     let input_spec = pipeline.prepared().inputs()[0].clone();
+    // The CPU pass writes the manifest's input type (the model's, checked when it loaded).
+    let input_dtype = pipeline.model.manifest.input.dtype;
     let backend = pipeline.backend.clone();
     let (session, postprocess) = pipeline.split();
     let gpu = gpu::open(config.gpu_preprocess, &fused, session, &backend, &input_spec, &input_shape)?;
@@ -139,8 +141,19 @@ pub fn run(
         Some(gpu) if gpu.is_zero_copy() => "gpu-zero-copy",
         Some(_) => "gpu",
     };
-    let measured =
-        stages::run(&info, fused, gpu, input_shape, session, &postprocess, config, stop, on_result, source);
+    let measured = stages::run(
+        &info,
+        fused,
+        gpu,
+        &input_shape,
+        input_dtype,
+        session,
+        &postprocess,
+        config,
+        stop,
+        on_result,
+        source,
+    );
     let samples = measured.samples;
     let stats = |v: &[f64]| LatencyStats::from_ms(v);
     let stages = (|| {

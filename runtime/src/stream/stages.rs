@@ -12,11 +12,12 @@ use crate::backend::Session;
 use crate::capture::source::{Capture, FrameSource, SourceInfo};
 use crate::error::one_line;
 use crate::metrics::stats::ms;
+use crate::model::InputDtype;
 use crate::pipeline::Postprocess;
 use crate::preprocess::frame::Frame;
 use crate::preprocess::fused::FusedPreprocess;
 use crate::preprocess::Geometry;
-use crate::tensor::HostTensor;
+use crate::tensor::{Batch, HostTensor, InputData};
 
 /// A source waits at most this long per call, so a stop request is seen promptly.
 const CAPTURE_SLICE: Duration = Duration::from_millis(100);
@@ -37,10 +38,10 @@ struct Item {
     geometry: Geometry,
 }
 
-/// One inference's input: a batch tensor (its values, or with GPU preprocessing only its shape)
-/// and the frames in it.
+/// One inference's input: a batch's values in the model's input type (empty with GPU
+/// preprocessing) and the frames in it.
 struct BatchSlot {
-    tensor: HostTensor,
+    values: InputData,
     /// The batch in GPU memory, with `--preprocess gpu`.
     device: Option<DeviceBatch>,
     items: Vec<Item>,
@@ -77,7 +78,8 @@ pub(super) fn run(
     info: &SourceInfo,
     fused: FusedPreprocess,
     gpu: Option<GpuStage>,
-    input_shape: Vec<usize>,
+    input_shape: &[usize],
+    input_dtype: InputDtype,
     session: &mut dyn Session,
     postprocess: &Postprocess,
     config: &StreamConfig,
@@ -98,8 +100,9 @@ pub(super) fn run(
         captured_at: Instant::now(),
     });
     let tensor_pool = (2 * depth + 3) as u64;
+    let host_values = if gpu.is_some() { 0 } else { input_shape.iter().product() };
     let tensors = Pool::new(tensor_pool as usize, move || BatchSlot {
-        tensor: HostTensor::zeros(&input_shape),
+        values: InputData::zeros(input_dtype, host_values),
         device: None,
         items: Vec::with_capacity(batch),
         preprocess: Duration::ZERO,
@@ -115,7 +118,8 @@ pub(super) fn run(
             let passes = Passes { fused: &fused, gpu };
             preprocess_stage(info, passes, batch, &abort, &frames, &tensors, preprocess_in, to_inference)
         });
-        let inferred = s.spawn(|| inference_stage(session, &abort, &tensors, inference_in, to_postprocess));
+        let inferred =
+            s.spawn(|| inference_stage(session, input_shape, &abort, &tensors, inference_in, to_postprocess));
         let posted = postprocess_stage(postprocess, &abort, &tensors, postprocess_in, on_result);
         (
             joined("capture", capture.join()),
@@ -221,7 +225,12 @@ impl Passes<'_> {
             Some(gpu) => gpu.fill(&mut slot.device, k, frame),
             None => {
                 let len = self.fused.item_len();
-                self.fused.run(frame, &mut slot.tensor.data[k * len..(k + 1) * len])
+                let item = k * len..(k + 1) * len;
+                match &mut slot.values {
+                    InputData::F32(values) => self.fused.run(frame, &mut values[item]),
+                    InputData::F16(values) => self.fused.run(frame, &mut values[item]),
+                    InputData::U8(values) => self.fused.run(frame, &mut values[item]),
+                }
             }
         }
     }
@@ -292,6 +301,7 @@ fn preprocess_stage(
 
 fn inference_stage(
     session: &mut dyn Session,
+    shape: &[usize],
     abort: &AtomicBool,
     tensors: &Pool<BatchSlot>,
     input: Receiver<BatchSlot>,
@@ -300,8 +310,8 @@ fn inference_stage(
     while let Some(mut slot) = pop(&input, abort) {
         let started = Instant::now();
         let outputs = match &slot.device {
-            Some(device) => session.run_on_device(&device.input(&slot.tensor.shape)),
-            None => session.run(&slot.tensor),
+            Some(device) => session.run_on_device(&device.input(shape)),
+            None => session.run_batch(Batch { shape, values: slot.values.view() }),
         };
         match outputs {
             Ok(outputs) => {

@@ -6,18 +6,19 @@
 mod library;
 mod options;
 
+use std::borrow::Cow;
 use std::sync::{Mutex, OnceLock};
 
 use ort::ep;
 use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
 use ort::session::SessionInputValue;
-use ort::value::{Tensor, TensorRef};
+use ort::value::{PrimitiveTensorElementType, Tensor, TensorRef};
 
 pub use self::library::set_library;
 pub use self::options::{configure, OrtOptions, Provider};
 use super::{Backend, PrepareOptions, Prepared, Session};
 use crate::model::{InputDtype, Model};
-use crate::tensor::{self, HostTensor, TensorSpec};
+use crate::tensor::{Batch, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
 pub struct OrtBackend;
@@ -198,7 +199,7 @@ struct OrtSession {
 }
 
 impl Session for OrtSession {
-    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>> {
+    fn run_batch(&mut self, input: Batch) -> Result<Vec<HostTensor>> {
         let failed = |e: &dyn std::fmt::Display| Error::Inference {
             path: self.path.clone(),
             reason: crate::error::one_line(&e.to_string()),
@@ -210,11 +211,12 @@ impl Session for OrtSession {
             )));
         }
         let shape: Vec<i64> = input.shape.iter().map(|&d| d as i64).collect();
-        // f32 is borrowed as it is; f16 and u8 are converted into a tensor of their own.
+        // Values of the model's type are borrowed as they are; others are converted into a tensor
+        // of their own.
         let value: SessionInputValue = match self.dtype {
-            InputDtype::F32 => TensorRef::from_array_view((shape, &input.data[..])).map(Into::into),
-            InputDtype::F16 => Tensor::from_array((shape, tensor::to_f16(&input.data))).map(Into::into),
-            InputDtype::U8 => Tensor::from_array((shape, tensor::to_u8(&input.data))).map(Into::into),
+            InputDtype::F32 => session_input(shape, input.values.to::<f32>()),
+            InputDtype::F16 => session_input(shape, input.values.to::<half::f16>()),
+            InputDtype::U8 => session_input(shape, input.values.to::<u8>()),
         }
         .map_err(|e| failed(&e))?;
         let outputs =
@@ -226,5 +228,16 @@ impl Session for OrtSession {
                 Ok(HostTensor::new(shape.iter().map(|&d| d as usize).collect(), data.to_vec()))
             })
             .collect()
+    }
+}
+
+/// Values for a session input: borrowed ones as a view, converted ones moved into a tensor.
+fn session_input<T>(shape: Vec<i64>, values: Cow<'_, [T]>) -> ort::Result<SessionInputValue<'_>>
+where
+    T: PrimitiveTensorElementType + std::fmt::Debug + Clone + 'static,
+{
+    match values {
+        Cow::Borrowed(values) => TensorRef::from_array_view((shape, values)).map(Into::into),
+        Cow::Owned(values) => Tensor::from_array((shape, values)).map(Into::into),
     }
 }

@@ -1,5 +1,6 @@
 //! A loaded engine as a `Prepared` plan, and one execution context per `Session`.
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -8,7 +9,7 @@ use half::f16;
 use super::ffi;
 use super::handles::{Buffer, Context, Engine};
 use crate::backend::{DeviceInput, DeviceTiming, Prepared, Session};
-use crate::tensor::{HostTensor, TensorSpec};
+use crate::tensor::{Batch, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
 pub struct TrtPrepared {
@@ -126,7 +127,7 @@ impl TrtSession {
 
 /// Where a run's input is.
 enum Input<'a> {
-    Host(&'a HostTensor),
+    Host(Batch<'a>),
     Device(&'a DeviceInput<'a>),
 }
 
@@ -135,7 +136,7 @@ impl TrtSession {
         let path = self.path.clone();
         let failed = |reason: String| Error::Inference { path: path.clone(), reason };
         let shape = match input {
-            Input::Host(tensor) => &tensor.shape,
+            Input::Host(batch) => batch.shape,
             Input::Device(device) => device.shape,
         };
         if *shape != self.shape {
@@ -148,14 +149,19 @@ impl TrtSession {
                 staged.resize(output.data.len(), f16::ZERO);
             }
         }
+        // Host values not of the engine's input type are converted here, kept until the run ends.
+        let converted: Cow<[f32]>;
         let input_buffer = match input {
-            Input::Host(tensor) => match &mut self.input_f16 {
+            Input::Host(batch) => match &mut self.input_f16 {
                 Some(staged) => {
                     staged.clear();
-                    staged.extend(tensor.data.iter().map(|&v| f16::from_f32(v)));
+                    staged.extend_from_slice(&batch.values.to::<f16>());
                     Buffer::In(bytes(staged))
                 }
-                None => Buffer::In(bytes(&tensor.data)),
+                None => {
+                    converted = batch.values.to::<f32>();
+                    Buffer::In(bytes(&converted))
+                }
             },
             Input::Device(device) => {
                 if device.half != self.input_f16.is_some() {
@@ -203,7 +209,7 @@ impl TrtSession {
 }
 
 impl Session for TrtSession {
-    fn run(&mut self, input: &HostTensor) -> Result<Vec<HostTensor>> {
+    fn run_batch(&mut self, input: Batch) -> Result<Vec<HostTensor>> {
         self.run_from(Input::Host(input))
     }
 
