@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 
 use half::f16;
+use half::slice::HalfFloatSliceExt;
 use serde::Serialize;
 
 use crate::model::InputDtype;
@@ -58,6 +59,13 @@ impl TensorSpec {
 pub trait InputElement: Copy + Default + Send + Sync + 'static {
     fn from_f32(value: f32) -> Self;
     fn to_f32(self) -> f32;
+    /// `from_f32` over a slice, where the type has a faster way (f16: the CPU's conversion
+    /// instructions, several values at once).
+    fn from_f32_slice(from: &[f32], to: &mut [Self]) {
+        for (to, &from) in to.iter_mut().zip(from) {
+            *to = Self::from_f32(from);
+        }
+    }
     /// The values, where they are of this type already.
     fn borrowed(view: InputView<'_>) -> Option<&[Self]>;
 }
@@ -69,6 +77,9 @@ impl InputElement for f32 {
     }
     fn to_f32(self) -> f32 {
         self
+    }
+    fn from_f32_slice(from: &[f32], to: &mut [f32]) {
+        to.copy_from_slice(from);
     }
     fn borrowed(view: InputView<'_>) -> Option<&[f32]> {
         match view {
@@ -87,6 +98,9 @@ impl InputElement for f16 {
     fn to_f32(self) -> f32 {
         f16::to_f32(self)
     }
+    fn from_f32_slice(from: &[f32], to: &mut [f16]) {
+        to.convert_from_f32_slice(from);
+    }
     fn borrowed(view: InputView<'_>) -> Option<&[f16]> {
         match view {
             InputView::F16(values) => Some(values),
@@ -95,12 +109,18 @@ impl InputElement for f16 {
     }
 }
 
-/// Rounded to the nearest, clamped to 0..=255, NaN as 0.
+/// Clamped to 0..=255 (NaN as 0), then rounded to the nearest, ties to even.
 impl InputElement for u8 {
     #[inline(always)]
+    // Not `clamp`: it keeps NaN, and NaN must become 0 here.
+    #[allow(clippy::manual_clamp)]
     fn from_f32(value: f32) -> u8 {
-        // `as` saturates and maps NaN to 0.
-        value.round() as u8
+        // `max` takes 0 over NaN. Once clamped, adding and taking away 2^23 rounds to a whole
+        // number: two instructions that vectorize, where `f32::round` is a library call on
+        // x86_64's baseline.
+        let whole = (value.max(0.0).min(255.0) + 8_388_608.0) - 8_388_608.0;
+        // SAFETY: `whole` is a whole number in 0..=255, never NaN.
+        unsafe { whole.to_int_unchecked() }
     }
     fn to_f32(self) -> f32 {
         self.into()
@@ -158,7 +178,11 @@ impl<'a> InputView<'a> {
         match T::borrowed(self) {
             Some(values) => Cow::Borrowed(values),
             None => Cow::Owned(match self {
-                InputView::F32(values) => convert(values),
+                InputView::F32(values) => {
+                    let mut converted = vec![T::default(); values.len()];
+                    T::from_f32_slice(values, &mut converted);
+                    converted
+                }
                 InputView::F16(values) => convert(values),
                 InputView::U8(values) => convert(values),
             }),
@@ -185,8 +209,8 @@ mod tests {
 
     #[test]
     fn u8_inputs_round_and_clamp() {
-        let values = [0.0, 0.49, 0.5, 1.5, 254.6, 255.4, 300.0, -3.0, f32::NAN];
-        assert_eq!(*InputView::F32(&values).to::<u8>(), [0, 0, 1, 2, 255, 255, 255, 0, 0]);
+        let values = [0.0, 0.49, 0.5, 0.51, 1.5, 2.5, 254.6, 255.4, 300.0, -3.0, f32::NAN, f32::INFINITY];
+        assert_eq!(*InputView::F32(&values).to::<u8>(), [0, 0, 0, 1, 2, 2, 255, 255, 255, 0, 0, 255]);
     }
 
     #[test]
@@ -196,14 +220,14 @@ mod tests {
         assert!(matches!(view.to::<u8>(), Cow::Borrowed(b) if b.as_ptr() == bytes.as_ptr()));
         assert_eq!(*view.to::<f32>(), [0.0, 7.0, 255.0]);
         assert_eq!(*view.to::<f16>(), [0.0, 7.0, 255.0].map(f16::from_f32));
-        let values = [0.5f32, 1.0 / 3.0, 300.0];
+        let values = [0.75f32, 1.0 / 3.0, 300.0];
         let view = InputView::F32(&values);
         assert!(matches!(view.to::<f32>(), Cow::Borrowed(_)));
         assert_eq!(*view.to::<u8>(), [1, 0, 255]);
         assert_eq!(*view.to::<f16>(), values.map(f16::from_f32));
-        let halves = [2.5, -1.0].map(f16::from_f32);
-        assert_eq!(*InputView::F16(&halves).to::<u8>(), [3, 0]);
-        assert_eq!(*InputView::F16(&halves).to::<f32>(), [2.5, -1.0]);
+        let halves = [3.5, -1.0].map(f16::from_f32);
+        assert_eq!(*InputView::F16(&halves).to::<u8>(), [4, 0]);
+        assert_eq!(*InputView::F16(&halves).to::<f32>(), [3.5, -1.0]);
     }
 
     #[test]

@@ -63,7 +63,7 @@ pub enum InputDtype {
     #[default]
     F32,
     F16,
-    /// Pixels as they are: rounded and clamped to 0..=255 (the manifest's `scale` is then usually 1).
+    /// Pixels as they are: clamped to 0..=255 and rounded, ties to even (the manifest's `scale` is then usually 1).
     U8,
 }
 

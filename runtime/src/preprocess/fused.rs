@@ -304,15 +304,16 @@ impl FusedPreprocess {
                         }
                     };
                     let (gain, bias) = (self.gain[c], self.bias[c]);
+                    for (scaled, v) in run.scaled.iter_mut().zip(colour) {
+                        *scaled = v * gain + bias;
+                    }
+                    let scaled = &run.scaled[..n];
                     match self.layout {
-                        Layout::Nchw => {
-                            for (o, v) in out[c * plane + at..][..n].iter_mut().zip(colour) {
-                                *o = T::from_f32(v * gain + bias);
-                            }
-                        }
+                        // Converted a run at a time: f16 has instructions for several values.
+                        Layout::Nchw => T::from_f32_slice(scaled, &mut out[c * plane + at..][..n]),
                         Layout::Nhwc => {
-                            for (i, v) in colour[..n].iter().enumerate() {
-                                out[(at + i) * channels + c] = T::from_f32(v * gain + bias);
+                            for (i, &v) in scaled.iter().enumerate() {
+                                out[(at + i) * channels + c] = T::from_f32(v);
                             }
                         }
                     }
@@ -370,6 +371,8 @@ struct Run {
     bottom: [f32; RUN],
     rgb: [[f32; RUN]; 3],
     gray: [f32; RUN],
+    /// One channel scaled and normalized, before it is stored.
+    scaled: [f32; RUN],
 }
 
 impl Default for Run {
@@ -381,6 +384,7 @@ impl Default for Run {
             bottom: [0.0; RUN],
             rgb: [[0.0; RUN]; 3],
             gray: [0.0; RUN],
+            scaled: [0.0; RUN],
         }
     }
 }
