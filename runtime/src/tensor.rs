@@ -172,20 +172,35 @@ impl<'a> InputView<'a> {
     /// The values as `T`: borrowed when they are `T` already, else converted (f32 to u8 rounds and
     /// clamps, f32 to f16 rounds; f16 and u8 to f32 are exact).
     pub fn to<T: InputElement>(self) -> Cow<'a, [T]> {
-        fn convert<S: InputElement, T: InputElement>(values: &[S]) -> Vec<T> {
-            values.iter().map(|&v| T::from_f32(v.to_f32())).collect()
-        }
         match T::borrowed(self) {
             Some(values) => Cow::Borrowed(values),
-            None => Cow::Owned(match self {
-                InputView::F32(values) => {
-                    let mut converted = vec![T::default(); values.len()];
-                    T::from_f32_slice(values, &mut converted);
-                    converted
-                }
-                InputView::F16(values) => convert(values),
-                InputView::U8(values) => convert(values),
-            }),
+            None => {
+                let mut converted = vec![T::default(); self.len()];
+                self.convert_into(&mut converted);
+                Cow::Owned(converted)
+            }
+        }
+    }
+
+    /// Writes the values, converted as `to` converts them, into `out`, which is as long.
+    pub fn convert_into<T: InputElement>(self, out: &mut [T]) {
+        fn each<S: InputElement, T: InputElement>(values: &[S], out: &mut [T]) {
+            for (out, &v) in out.iter_mut().zip(values) {
+                *out = T::from_f32(v.to_f32());
+            }
+        }
+        match self {
+            InputView::F32(values) => T::from_f32_slice(values, out),
+            InputView::F16(values) => each(values, out),
+            InputView::U8(values) => each(values, out),
+        }
+    }
+
+    pub(crate) fn len(self) -> usize {
+        match self {
+            InputView::F32(values) => values.len(),
+            InputView::F16(values) => values.len(),
+            InputView::U8(values) => values.len(),
         }
     }
 }

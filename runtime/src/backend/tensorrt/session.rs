@@ -154,8 +154,8 @@ impl TrtSession {
         let input_buffer = match input {
             Input::Host(batch) => match &mut self.input_f16 {
                 Some(staged) => {
-                    staged.clear();
-                    staged.extend_from_slice(&batch.values.to::<f16>());
+                    staged.resize(batch.values.len(), f16::ZERO);
+                    batch.values.convert_into(staged);
                     Buffer::In(bytes(staged))
                 }
                 None => {
