@@ -28,11 +28,13 @@ const PHOTOS: &[&str] = &["astronaut.png", "bus.jpg", "chelsea.png", "coffee.png
 
 /// (manifest, least cosine of the raw outputs against cpu, least share of inputs with the same top-1
 /// class: classifiers only). FP32 must match; INT8 QDQ is rounded differently by each runtime
-/// (tract and ONNX Runtime requantize at different points), so its bounds are what was measured
-/// on these inputs with some margin (MobileNetV2: cosine 0.959–0.989, 4 of 5 top-1; YOLO ≥ 0.9991).
+/// (ONNX Runtime sums in integers, `cpu` in float, and its values often sit on rounding ties), so
+/// its bounds are what was measured on these inputs with some margin (MobileNetV2: cosine
+/// 0.959–0.986, 3 of 5 top-1, astronaut and zidane being the photos where INT8 runs leave FP32's
+/// class; tract's own kernels gave 0.959–0.989 and 4 of 5; YOLO ≥ 0.9991).
 const CASES: &[(&str, f64, Option<f64>)] = &[
     ("mobilenetv2_fp32.toml", 0.999, Some(1.0)),
-    ("mobilenetv2_int8_qdq.toml", 0.95, Some(0.8)),
+    ("mobilenetv2_int8_qdq.toml", 0.95, Some(0.6)),
     ("yolov3_tiny_coco_int8_qdq.toml", 0.998, None),
     ("digits_mlp_nchw.toml", 0.999, Some(1.0)),
     ("mnist_mlp_nchw.toml", 0.999, Some(1.0)),

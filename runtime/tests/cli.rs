@@ -202,6 +202,39 @@ fn info_lists_backends_and_why_the_gpu_ones_are_absent() {
 }
 
 #[test]
+fn edgert_cpu_kernels_picks_whose_operators_cpu_runs_and_reports_say_which() {
+    let dir = tempfile::tempdir().unwrap();
+    let (manifest, input, json) =
+        (model("digits_mlp_nchw.toml"), model("digits_test.npz"), dir.path().join("r.json"));
+    let args = [
+        "bench",
+        "-m",
+        manifest.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--duration-s",
+        "0.1",
+        "--warmup-ms",
+        "0",
+        "--json",
+        json.to_str().unwrap(),
+    ];
+    let version = |kernels: &str| {
+        let out = command(&args).env("EDGERT_CPU_KERNELS", kernels).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        report["backend"]["version"].as_str().unwrap().to_string()
+    };
+    let (ours, tracts) = (version("edgert"), version("tract"));
+    assert!(ours.contains("edgert's depthwise and fake-quantize kernels"), "{ours}");
+    assert!(tracts.starts_with("tract-onnx") && !tracts.contains("edgert"), "{tracts}");
+    let out = command(&args).env("EDGERT_CPU_KERNELS", "fast").output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+    assert!(stderr(&out).contains("EDGERT_CPU_KERNELS is 'fast'"), "{}", stderr(&out));
+}
+
+#[test]
 fn gpu_or_cpu_falls_back_and_says_so() {
     let out = edgert(&[
         "run",

@@ -5,9 +5,9 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_core::runtime::RunOptions;
 
 use super::tract_model::{self, invalid, TractModel, TractPrepared};
-use super::{Backend, PrepareOptions, Prepared};
+use super::{tract_ops, Backend, PrepareOptions, Prepared};
 use crate::model::Model;
-use crate::Result;
+use crate::{Error, Result};
 
 pub struct CpuBackend;
 
@@ -17,11 +17,15 @@ impl Backend for CpuBackend {
     }
 
     fn check(&self) -> Result<(), String> {
-        Ok(())
+        edgert_kernels().map(|_| ())
     }
 
     fn version(&self) -> Option<String> {
-        Some(concat!("tract-onnx ", env!("EDGERT_TRACT_VERSION")).into())
+        let tract = concat!("tract-onnx ", env!("EDGERT_TRACT_VERSION"));
+        Some(match edgert_kernels() {
+            Ok(true) => format!("{tract}, edgert's depthwise and fake-quantize kernels"),
+            _ => tract.into(),
+        })
     }
 
     fn supports(&self, precision: &str) -> Result<(), String> {
@@ -40,10 +44,24 @@ impl Backend for CpuBackend {
         let path = &model.onnx_path;
         let TractModel { mut typed, input, outputs } =
             tract_model::decluttered(model, options.batch, self.name())?;
+        if edgert_kernels().map_err(Error::Usage)? {
+            tract_ops::rewrite(&mut typed).map_err(|e| invalid(path, "edgert operators", e))?;
+        }
         typed.optimize().map_err(|e| invalid(path, "optimization", e))?;
         let executor = if options.threads > 1 { Some(Executor::multithread(options.threads)) } else { None };
         let run_options = RunOptions { executor, ..Default::default() };
         let plan = typed.into_runnable_with_options(&run_options).map_err(|e| invalid(path, "plan", e))?;
         Ok(Box::new(TractPrepared::new(Box::new(plan), input, outputs, model)))
+    }
+}
+
+/// Whether edgert's own operators replace tract's where they can (`tract_ops`): yes unless
+/// `EDGERT_CPU_KERNELS=tract`, which runs tract's alone, to compare the two or to step around a
+/// suspected fault in edgert's.
+fn edgert_kernels() -> Result<bool, String> {
+    match std::env::var("EDGERT_CPU_KERNELS").as_deref() {
+        Err(_) | Ok("") | Ok("edgert") => Ok(true),
+        Ok("tract") => Ok(false),
+        Ok(other) => Err(format!("EDGERT_CPU_KERNELS is '{other}': set it to edgert (the default) or tract")),
     }
 }

@@ -10,6 +10,7 @@ pub mod ort;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
 mod tract_model;
+pub mod tract_ops;
 
 use crate::model::Model;
 use crate::tensor::{Batch, HostTensor, TensorSpec};

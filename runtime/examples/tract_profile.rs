@@ -1,0 +1,103 @@
+//! Where tract's time goes on one model, and what a graph transform changes: each variant's plan
+//! is run in turns with the others (so the machine's drift hits them alike), then its p50 and the
+//! time of each operator kind, summed over the run and divided by the iterations.
+//!
+//!     cargo run --release --example tract_profile -- MODEL.onnx [ROUNDS] [VARIANT...]
+//!
+//! VARIANT is `plain`, `edgert` (edgert's own operators, as the `cpu` backend runs) or the name of
+//! a tract model transform applied after decluttering (e.g. `conv_nhwc`); several may be joined
+//! with `+`. Default: `plain edgert`.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::plan::{eval, SimpleState};
+
+type Plan = Arc<TypedSimplePlan>;
+
+fn plan(path: &str, variant: &str) -> TractResult<Plan> {
+    let mut model = tract_onnx::onnx().with_ignore_value_info(true).model_for_path(path)?;
+    model.set_input_fact(0, f32::fact([1, 3, 224, 224]).into())?;
+    let mut typed = model.into_typed()?.into_decluttered()?;
+    for name in variant.split('+').filter(|v| *v != "plain") {
+        if name == "edgert" {
+            edgert::backend::tract_ops::rewrite(&mut typed)?;
+            continue;
+        }
+        let transform = tract_onnx::tract_core::transform::get_transform(name)?
+            .ok_or_else(|| anyhow::anyhow!("no tract transform named {name}"))?;
+        transform.transform(&mut typed)?;
+        typed.declutter()?;
+    }
+    typed.into_optimized()?.into_runnable()
+}
+
+/// One run, each node's time added to `per_op` under its operator's name.
+fn profiled_run(
+    state: &mut TypedSimpleState,
+    input: &Tensor,
+    per_op: &mut BTreeMap<String, Duration>,
+) -> TractResult<()> {
+    state.run_plan_with_eval(tvec!(input.clone().into_tvalue()), |ctx, op_state, node, inputs| {
+        let clock = Instant::now();
+        let out = eval(ctx, op_state, node, inputs);
+        *per_op.entry(node.op().name().to_string()).or_default() += clock.elapsed();
+        out
+    })?;
+    Ok(())
+}
+
+fn main() -> TractResult<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let Some(path) = args.get(1) else {
+        eprintln!("usage: tract_profile MODEL.onnx [ROUNDS] [VARIANT...]");
+        std::process::exit(2);
+    };
+    let rounds: usize = args.get(2).map(|r| r.parse().expect("ROUNDS: a number")).unwrap_or(10);
+    let mut variants: Vec<String> = args.iter().skip(3).cloned().collect();
+    if variants.is_empty() {
+        variants = vec!["plain".into(), "edgert".into()];
+    }
+    let input = Tensor::from_shape(&[1, 3, 224, 224], &vec![0.5f32; 3 * 224 * 224])?;
+    let mut runs = Vec::new();
+    for variant in &variants {
+        let plan = plan(path, variant)?;
+        let mut state = SimpleState::new(&plan)?;
+        let reference = state.run(tvec!(input.clone().into_tvalue()))?;
+        runs.push((variant, state, reference, Vec::new(), BTreeMap::new()));
+    }
+    let reference = runs[0].2[0].cast_to::<f32>()?.into_owned();
+    for (variant, _, outputs, _, _) in &runs {
+        let out = outputs[0].cast_to::<f32>()?;
+        let diff = out
+            .to_plain_array_view::<f32>()?
+            .iter()
+            .zip(reference.to_plain_array_view::<f32>()?.iter())
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        println!("{variant:<24} max abs difference from {}: {diff:.2e}", variants[0]);
+    }
+    let per_round = 20;
+    for _ in 0..rounds {
+        for (_, state, _, times, per_op) in runs.iter_mut() {
+            for _ in 0..per_round {
+                let clock = Instant::now();
+                profiled_run(state, &input, per_op)?;
+                times.push(clock.elapsed());
+            }
+        }
+    }
+    for (variant, _, _, times, per_op) in runs.iter_mut() {
+        times.sort();
+        let n = times.len() as u32;
+        println!("\n{variant}: p50 {:.2} ms over {n} runs", times[times.len() / 2].as_secs_f64() * 1e3);
+        let mut ops: Vec<_> = per_op.iter().collect();
+        ops.sort_by_key(|(_, t)| std::cmp::Reverse(**t));
+        for (op, total) in ops {
+            println!("  {:>8.3} ms  {op}", (*total / n).as_secs_f64() * 1e3);
+        }
+    }
+    Ok(())
+}

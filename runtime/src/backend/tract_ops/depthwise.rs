@@ -1,0 +1,231 @@
+//! `DepthwiseConv`: tract's depthwise f32 convolutions over channel-first planes (NCHW or CHW,
+//! one filter per channel), run by edgert's kernel (`depthwise_kernel`), with a ReLU or ReLU6
+//! that follows folded in.
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::*;
+use tract_onnx::tract_core::ops::binary::TypedBinOp;
+use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat};
+use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
+
+use super::depthwise_kernel::PlaneGeometry;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct DepthwiseConv {
+    geometry: PlaneGeometry,
+    output_shape: TVec<usize>,
+    /// Taps of each channel, row-major: channels × kernel height × kernel width.
+    kernel: Vec<f32>,
+    bias: Vec<f32>,
+    /// Bounds of a folded ReLU or ReLU6; infinite without one.
+    clip: (f32, f32),
+    tap_offsets: Vec<usize>,
+}
+
+// Weights are compared bit for bit; a NaN weight makes two ops unequal, which only costs tract a
+// missed deduplication.
+impl Eq for DepthwiseConv {}
+
+impl Op for DepthwiseConv {
+    fn name(&self) -> StaticName {
+        "EdgertDepthwiseConv".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(vec![format!("{:?}, clip {:?}", self.geometry, self.clip)])
+    }
+
+    fn validation(&self) -> Validation {
+        Validation::Rounding
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for DepthwiseConv {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, mut inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let g = &self.geometry;
+        let (plane_in, plane_out) = (g.input[0] * g.input[1], g.output[0] * g.output[1]);
+        let input = inputs.remove(0);
+        if plane_in == plane_out {
+            // A plane is in the scratch before its outputs are written, so they can take its
+            // place: no output tensor to allocate (in place when nothing else reads the input).
+            let mut tensor = input.into_tensor();
+            let mut view = tensor.try_as_plain_ram_mut()?;
+            self.planes(view.as_slice_mut::<f32>()?, |plane, out, scratch| {
+                g.fill(out, scratch);
+                self.convolve(plane, scratch, out)
+            })?;
+            return Ok(tvec!(tensor.into_shape(&self.output_shape)?.into_tvalue()));
+        }
+        let view = input.try_as_plain_ram()?;
+        let input = view.as_slice::<f32>()?;
+        // SAFETY: every value is written below, each plane by `convolve`, before it is read.
+        let mut output = unsafe { Tensor::uninitialized::<f32>(&self.output_shape)? };
+        let mut out = output.try_as_plain_ram_mut()?;
+        let out = out.as_slice_mut::<f32>()?;
+        ensure!(
+            input.len() / plane_in == out.len() / plane_out,
+            "input and output hold different plane counts"
+        );
+        self.planes(out, |plane, out, scratch| {
+            g.fill(&input[plane * plane_in..][..plane_in], scratch);
+            self.convolve(plane, scratch, out)
+        })?;
+        Ok(tvec!(output.into_tvalue()))
+    }
+}
+
+impl DepthwiseConv {
+    /// Calls `each(plane index, its output, scratch)` for every output plane, split between
+    /// tract's threads when it has several (`--threads`).
+    fn planes(
+        &self,
+        out: &mut [f32],
+        each: impl Fn(usize, &mut [f32], &mut [f32]) + Send + Sync,
+    ) -> TractResult<()> {
+        let g = &self.geometry;
+        let plane_out = g.output[0] * g.output[1];
+        let cost = out.len() * g.kernel[0] * g.kernel[1];
+        tract_linalg::multithread::par_chunks_mut(out, plane_out, cost, |first, planes| {
+            let mut scratch = vec![0.0; g.scratch_len()];
+            for (i, out) in planes.chunks_exact_mut(plane_out).enumerate() {
+                each(first + i, out, &mut scratch);
+            }
+            Ok(())
+        })
+    }
+
+    /// Convolves the plane `plane` (batch item × channels + channel) that is in `scratch`.
+    fn convolve(&self, plane: usize, scratch: &[f32], out: &mut [f32]) {
+        let taps = self.geometry.kernel[0] * self.geometry.kernel[1];
+        let channel = plane % self.bias.len();
+        let kernel = &self.kernel[channel * taps..][..taps];
+        self.geometry.convolve(kernel, self.bias[channel], self.clip, &self.tap_offsets, scratch, out)
+    }
+}
+
+impl TypedOp for DepthwiseConv {
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        ensure!(inputs[0].datum_type == f32::datum_type());
+        Ok(tvec!(f32::fact(&*self.output_shape)))
+    }
+
+    as_op!();
+}
+
+/// Replaces a depthwise `Conv` the kernel handles, and the Max and Min of a ReLU or ReLU6 right
+/// after it, by one `DepthwiseConv`; leaves any other convolution to tract.
+pub fn rule(
+    _: &(),
+    model: &TypedModel,
+    node: &TypedNode,
+    name: &str,
+    conv: &Conv,
+) -> TractResult<Option<TypedModelPatch>> {
+    let spec = &conv.pool_spec;
+    rule_if!(conv.q_params.is_none() && node.inputs.len() == 3 && !spec.data_format.c_is_last());
+    rule_if!(conv.group > 1 && conv.group == conv.input_channels() && conv.group == conv.output_channels());
+    rule_if!(spec.rank() == 2);
+    let facts = model.node_input_facts(node.id)?;
+    rule_if!(facts[0].datum_type == f32::datum_type());
+    rule_if_some!(input_shape = facts[0].shape.as_concrete());
+    rule_if_some!(kernel = facts[1].konst.as_ref());
+    rule_if_some!(bias = facts[2].konst.as_ref());
+    rule_if!(kernel.datum_type() == f32::datum_type() && bias.datum_type() == f32::datum_type());
+    let output_fact = model.outlet_fact(node.id.into())?;
+    rule_if_some!(output_shape = output_fact.shape.as_concrete());
+
+    let shape = spec.data_format.shape(input_shape)?;
+    let hw = shape.hw_dims();
+    let padding = spec.computed_padding(hw);
+    let channels = conv.group;
+    let [kh, kw] = [spec.kernel_shape[0], spec.kernel_shape[1]];
+    let geometry = PlaneGeometry {
+        input: [hw[0], hw[1]],
+        output: [padding[0].convoluted, padding[1].convoluted],
+        kernel: [kh, kw],
+        stride: [spec.stride(0), spec.stride(1)],
+        dilation: [spec.dilation(0), spec.dilation(1)],
+        pad_before: [padding[0].pad_before, padding[1].pad_before],
+    };
+    // Empty planes or kernels, and a stride or dilation of 0, are left to tract's checks.
+    let sizes = [geometry.input, geometry.output, geometry.kernel, geometry.stride, geometry.dilation];
+    rule_if!(sizes.iter().flatten().all(|&d| d > 0));
+    rule_if!(
+        output_shape.iter().product::<usize>()
+            == shape.n().unwrap_or(&1) * channels * geometry.output.iter().product::<usize>()
+    );
+
+    let taps = kh * kw;
+    // With groups, tract's I is every input channel in HWIO and OHWI and one group's in OIHW, and
+    // its O one group's in HWIO and OHWI: OIHW is channel-major, the other two tap-major.
+    let (expected, tap_major) = match conv.kernel_fmt {
+        KernelFormat::OIHW => ([channels, 1, kh, kw], false),
+        KernelFormat::HWIO => ([kh, kw, channels, 1], true),
+        KernelFormat::OHWI => ([1, kh, kw, channels], true),
+    };
+    rule_if!(kernel.shape() == expected);
+    let weights = kernel.try_as_plain_ram()?;
+    let weights = weights.as_slice::<f32>()?;
+    let kernel = if tap_major {
+        (0..channels * taps).map(|i| weights[(i % taps) * channels + i / taps]).collect()
+    } else {
+        weights.to_vec()
+    };
+    let bias = bias.try_as_plain_ram()?;
+    let bias = bias.as_slice::<f32>()?;
+    let bias = match bias.len() {
+        1 => vec![bias[0]; channels],
+        n if n == channels => bias.to_vec(),
+        _ => return Ok(None),
+    };
+
+    let (clip, last) = folded_clip(model, node)?;
+    let tap_offsets = geometry.tap_offsets();
+    let op = DepthwiseConv { geometry, output_shape: output_shape.into(), kernel, bias, clip, tap_offsets };
+    let mut patch = TypedModelPatch::default();
+    let input = patch.tap_model(model, node.inputs[0])?;
+    let output = patch.wire_node(name, op, &[input])?[0];
+    patch.shunt_outside(model, last.into(), output)?;
+    Ok(Some(patch))
+}
+
+/// The bounds of the Max and Min (a ReLU or ReLU6, at most one of each) that follow `node`, each
+/// against a single f32 constant, with nothing else reading the values between; and the last
+/// node they cover (`node` itself without them).
+fn folded_clip(model: &TypedModel, node: &TypedNode) -> TractResult<((f32, f32), usize)> {
+    let (mut lo, mut hi, mut last) = (f32::NEG_INFINITY, f32::INFINITY, node.id);
+    while let Some(next) = model.single_succ(last)? {
+        if model.outputs.contains(&last.into()) || next.inputs.len() != 2 {
+            break;
+        }
+        let Some(op) = next.op_as::<TypedBinOp>() else { break };
+        let other = next.inputs.iter().find(|i| i.node != last).copied();
+        let Some(bound) = other.map(|o| model.outlet_fact(o)).transpose()?.and_then(|f| f.konst.clone())
+        else {
+            break;
+        };
+        if bound.len() != 1
+            || bound.datum_type() != f32::datum_type()
+            || op.1.is_some_and(|dt| dt != f32::datum_type())
+        {
+            break;
+        }
+        // A bound that broadcasts the tensor to a larger shape is not a clip.
+        if model.outlet_fact(next.id.into())?.shape != model.outlet_fact(last.into())?.shape {
+            break;
+        }
+        let bound = bound.try_as_plain_ram()?.as_slice::<f32>()?[0];
+        match op.0.name() {
+            // ReLU, or ReLU6 as tract declutters it: Max, then Min.
+            "Max" if lo == f32::NEG_INFINITY && hi == f32::INFINITY => lo = bound,
+            "Min" if hi == f32::INFINITY && lo <= bound => hi = bound,
+            _ => break,
+        }
+        last = next.id;
+    }
+    Ok(((lo, hi), last))
+}

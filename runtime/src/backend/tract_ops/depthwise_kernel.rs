@@ -1,0 +1,280 @@
+//! One channel plane of a depthwise 2-D convolution, in f32. The plane is first copied, padded
+//! and split by column stride phase into a scratch buffer, so that every kernel tap reads a
+//! contiguous run of it: an output row is then whole blocks of fused multiply-adds the compiler
+//! vectorizes, with no border test inside. tract's own depthwise kernel walks the taps one output
+//! point at a time, which took half of MobileNetV2's time (benches/RESULTS.md).
+
+/// Where one plane's taps read, and what an output row needs. Built once per convolution.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PlaneGeometry {
+    /// Input height and width.
+    pub input: [usize; 2],
+    /// Output height and width.
+    pub output: [usize; 2],
+    pub kernel: [usize; 2],
+    pub stride: [usize; 2],
+    pub dilation: [usize; 2],
+    /// Zero rows above and zero columns left of the input.
+    pub pad_before: [usize; 2],
+}
+
+/// Outputs computed together, in registers: four 8-lane vectors keep four independent
+/// multiply-add chains in flight. Rows shorter than that, or their ends, go by 8.
+const WIDE: usize = 32;
+const NARROW: usize = 8;
+
+impl PlaneGeometry {
+    /// Rows of the padded input that the output reads.
+    fn padded_rows(&self) -> usize {
+        (self.output[0] - 1) * self.stride[0] + (self.kernel[0] - 1) * self.dilation[0] + 1
+    }
+
+    /// Length of one stride phase of a padded row: whole narrow blocks of outputs, plus the
+    /// furthest a tap reaches to the right.
+    fn phase_len(&self) -> usize {
+        self.output[1].div_ceil(NARROW) * NARROW + (self.kernel[1] - 1) * self.dilation[1] / self.stride[1]
+    }
+
+    /// Floats of scratch one plane needs: its padded rows, then one padded row to split.
+    pub fn scratch_len(&self) -> usize {
+        (self.padded_rows() + 1) * self.stride[1] * self.phase_len()
+    }
+
+    /// Offset in the scratch of each tap's first value for output row 0, in the kernel's order.
+    pub fn tap_offsets(&self) -> Vec<usize> {
+        let [kh, kw] = self.kernel;
+        let (sx, len) = (self.stride[1], self.phase_len());
+        (0..kh * kw)
+            .map(|t| {
+                let (ky, kx) = (t / kw, t % kw);
+                let column = kx * self.dilation[1];
+                ((ky * self.dilation[0]) * sx + column % sx) * len + column / sx
+            })
+            .collect()
+    }
+
+    /// Copies `plane` (input height × width) into `scratch`: padded with zeros, each padded row
+    /// stored as its `stride` column phases one after the other (phase q holds padded columns q,
+    /// q + s, …).
+    pub fn fill(&self, plane: &[f32], scratch: &mut [f32]) {
+        let [h, w] = self.input;
+        let (sx, len) = (self.stride[1], self.phase_len());
+        let top = self.pad_before[0];
+        let (rows, spare) = scratch.split_at_mut(self.padded_rows() * sx * len);
+        let spare = &mut spare[..sx * len];
+        for (r, padded) in rows.chunks_exact_mut(sx * len).enumerate() {
+            let Some(row) = r.checked_sub(top).filter(|&y| y < h).map(|y| &plane[y * w..][..w]) else {
+                padded.fill(0.0);
+                continue;
+            };
+            if sx == 1 {
+                self.pad_row(row, padded);
+                continue;
+            }
+            // The row padded in the spare row, then dealt out to the phases, both passes
+            // contiguous; a stride of 2 (most strided convolutions) as pairs, which vectorizes.
+            self.pad_row(row, spare);
+            if sx == 2 {
+                let (even, odd) = padded.split_at_mut(len);
+                for ((e, o), pair) in even.iter_mut().zip(odd).zip(spare.chunks_exact(2)) {
+                    (*e, *o) = (pair[0], pair[1]);
+                }
+            } else {
+                for (j, columns) in spare.chunks_exact(sx).enumerate() {
+                    for (q, &value) in columns.iter().enumerate() {
+                        padded[q * len + j] = value;
+                    }
+                }
+            }
+        }
+    }
+
+    /// `row` between its zero borders, as many padded columns as `out` holds.
+    fn pad_row(&self, row: &[f32], out: &mut [f32]) {
+        let left = self.pad_before[1].min(out.len());
+        let n = row.len().min(out.len() - left);
+        out[..left].fill(0.0);
+        out[left..left + n].copy_from_slice(&row[..n]);
+        out[left + n..].fill(0.0);
+    }
+
+    /// Convolves the plane `fill` left in `scratch` into `out` (output height × width): `kernel`
+    /// holds its taps in row-major order, `taps` the offsets from `tap_offsets`, `clip` the bounds
+    /// of a folded ReLU or ReLU6.
+    pub fn convolve(
+        &self,
+        kernel: &[f32],
+        bias: f32,
+        clip: (f32, f32),
+        taps: &[usize],
+        scratch: &[f32],
+        out: &mut [f32],
+    ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+            // SAFETY: the CPU has AVX2 and FMA, checked just above.
+            unsafe { self.convolve_avx2_fma(kernel, bias, clip, taps, scratch, out) };
+            return;
+        }
+        // aarch64's NEON has a fused multiply-add in its baseline; x86_64's SSE2 has none, where
+        // `mul_add` would be a library call.
+        self.convolve_with::<{ cfg!(target_arch = "aarch64") }>(kernel, bias, clip, taps, scratch, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    fn convolve_avx2_fma(
+        &self,
+        kernel: &[f32],
+        bias: f32,
+        clip: (f32, f32),
+        taps: &[usize],
+        scratch: &[f32],
+        out: &mut [f32],
+    ) {
+        self.convolve_with::<true>(kernel, bias, clip, taps, scratch, out)
+    }
+
+    #[inline(always)]
+    fn convolve_with<const FMA: bool>(
+        &self,
+        kernel: &[f32],
+        bias: f32,
+        clip: (f32, f32),
+        taps: &[usize],
+        scratch: &[f32],
+        out: &mut [f32],
+    ) {
+        let [ho, wo] = self.output;
+        let row_step = self.stride[0] * self.stride[1] * self.phase_len();
+        for (y, out_row) in out[..ho * wo].chunks_exact_mut(wo).enumerate() {
+            let base = y * row_step;
+            let mut x = 0;
+            while x + WIDE <= wo {
+                block::<WIDE, FMA>(scratch, base + x, kernel, taps, bias, clip, &mut out_row[x..x + WIDE]);
+                x += WIDE;
+            }
+            while x < wo {
+                let n = NARROW.min(wo - x);
+                block::<NARROW, FMA>(scratch, base + x, kernel, taps, bias, clip, &mut out_row[x..x + n]);
+                x += NARROW;
+            }
+        }
+    }
+}
+
+/// `B` outputs of one row starting at scratch offset `start`: every tap's run of `B` values
+/// multiplied by its weight and summed, then clipped; the first `out.len()` of them stored.
+#[inline(always)]
+fn block<const B: usize, const FMA: bool>(
+    scratch: &[f32],
+    start: usize,
+    kernel: &[f32],
+    taps: &[usize],
+    bias: f32,
+    (lo, hi): (f32, f32),
+    out: &mut [f32],
+) {
+    let mut acc = [bias; B];
+    for (&weight, &offset) in kernel.iter().zip(taps) {
+        let src: &[f32; B] = scratch[start + offset..][..B].try_into().expect("B values");
+        for (a, &s) in acc.iter_mut().zip(src) {
+            *a = if FMA { weight.mul_add(s, *a) } else { *a + weight * s };
+        }
+    }
+    for (o, a) in out.iter_mut().zip(acc) {
+        *o = a.max(lo).min(hi);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// The definition, one output point at a time.
+    fn reference(g: &PlaneGeometry, plane: &[f32], kernel: &[f32], bias: f32) -> Vec<f32> {
+        let ([h, w], [ho, wo], [kh, kw]) = (g.input, g.output, g.kernel);
+        let mut out = vec![0.0; ho * wo];
+        for oy in 0..ho {
+            for ox in 0..wo {
+                let mut sum = bias as f64;
+                for ky in 0..kh {
+                    for kx in 0..kw {
+                        let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad_before[0] as isize;
+                        let ix = (ox * g.stride[1] + kx * g.dilation[1]) as isize - g.pad_before[1] as isize;
+                        if (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix) {
+                            sum += (kernel[ky * kw + kx] * plane[iy as usize * w + ix as usize]) as f64;
+                        }
+                    }
+                }
+                out[oy * wo + ox] = sum as f32;
+            }
+        }
+        out
+    }
+
+    fn geometry() -> impl Strategy<Value = PlaneGeometry> {
+        (1usize..40, 1usize..70, 1usize..6, 1usize..6, 1usize..4, 1usize..4, 1usize..3, 1usize..3)
+            .prop_flat_map(|(h, w, kh, kw, sy, sx, dy, dx)| {
+                (Just((h, w, kh, kw, sy, sx, dy, dx)), 0..=kh, 0..=kw, 0..=kh, 0..=kw)
+            })
+            .prop_filter_map("output must not be empty", |((h, w, kh, kw, sy, sx, dy, dx), t, l, b, r)| {
+                let span = |k: usize, d: usize| (k - 1) * d + 1;
+                let (ph, pw) = (h + t + b, w + l + r);
+                if ph < span(kh, dy) || pw < span(kw, dx) {
+                    return None;
+                }
+                let output = [(ph - span(kh, dy)) / sy + 1, (pw - span(kw, dx)) / sx + 1];
+                Some(PlaneGeometry {
+                    input: [h, w],
+                    output,
+                    kernel: [kh, kw],
+                    stride: [sy, sx],
+                    dilation: [dy, dx],
+                    pad_before: [t, l],
+                })
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn matches_the_definition(g in geometry(), seed in any::<u64>()) {
+            let mut state = seed | 1;
+            let mut next = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state % 2001) as f32 / 1000.0 - 1.0
+            };
+            let plane: Vec<f32> = (0..g.input[0] * g.input[1]).map(|_| next()).collect();
+            let kernel: Vec<f32> = (0..g.kernel[0] * g.kernel[1]).map(|_| next()).collect();
+            let bias = next();
+            let mut scratch = vec![f32::NAN; g.scratch_len()];
+            let mut out = vec![f32::NAN; g.output[0] * g.output[1]];
+            g.fill(&plane, &mut scratch);
+            g.convolve(&kernel, bias, (f32::NEG_INFINITY, f32::INFINITY), &g.tap_offsets(), &scratch, &mut out);
+            let expected = reference(&g, &plane, &kernel, bias);
+            for (i, (a, e)) in out.iter().zip(&expected).enumerate() {
+                prop_assert!((a - e).abs() <= 1e-5 * (1.0 + e.abs()), "output {i}: {a} against {e}");
+            }
+        }
+    }
+
+    #[test]
+    fn clips_as_relu6() {
+        let g = PlaneGeometry {
+            input: [1, 3],
+            output: [1, 3],
+            kernel: [1, 1],
+            stride: [1, 1],
+            dilation: [1, 1],
+            pad_before: [0, 0],
+        };
+        let mut out = [0.0; 3];
+        let mut scratch = vec![0.0; g.scratch_len()];
+        g.fill(&[-2.0, 2.0, 9.0], &mut scratch);
+        g.convolve(&[1.0], 0.5, (0.0, 6.0), &g.tap_offsets(), &scratch, &mut out);
+        assert_eq!(out, [0.0, 2.5, 6.0]);
+    }
+}

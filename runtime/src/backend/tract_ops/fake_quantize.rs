@@ -1,0 +1,178 @@
+//! `FakeQuantize`: an INT8 QDQ model's QuantizeLinear → DequantizeLinear pair on an f32
+//! activation as one f32 → f32 pass, where tract runs the two ops (its QuantizeLinear alone took
+//! 60 % of MobileNetV2 INT8 QDQ's time, benches/RESULTS.md). The values are ONNX's for the pair:
+//! `(saturate(round_half_even(x / scale) + zero_point) - zero_point) * scale`.
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::internal::*;
+use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
+use tract_onnx::tract_core::ops::quant::{DequantizeLinearF32, QuantizeLinearI8, QuantizeLinearU8};
+use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FakeQuantize {
+    scale: f32,
+    /// The integer range less the zero point, as floats: where `x / scale` saturates.
+    lo: f32,
+    hi: f32,
+}
+
+impl Eq for FakeQuantize {}
+
+impl FakeQuantize {
+    pub fn new(scale: f32, zero_point: i32, range: (i32, i32)) -> FakeQuantize {
+        FakeQuantize { scale, lo: (range.0 - zero_point) as f32, hi: (range.1 - zero_point) as f32 }
+    }
+
+    /// Quantizes and dequantizes `values` in place.
+    pub fn apply(&self, values: &mut [f32]) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            // SAFETY: the CPU has AVX2, checked just above.
+            unsafe { self.apply_avx2(values) };
+            return;
+        }
+        self.apply_with(values)
+    }
+
+    /// The same operations on twice SSE2's vector width, so the same values.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    fn apply_avx2(&self, values: &mut [f32]) {
+        self.apply_with(values)
+    }
+
+    #[inline(always)]
+    fn apply_with(&self, values: &mut [f32]) {
+        // Adding then taking away 1.5 × 2^23 rounds to the nearest integer, ties to even, for
+        // |v| < 2^22: here |v| <= 255 once saturated. Saturating before rounding is the same, the
+        // bounds being integers. A NaN saturates to the low bound.
+        const ROUND: f32 = 12_582_912.0;
+        let FakeQuantize { scale, lo, hi } = *self;
+        for x in values {
+            let v = (*x / scale).max(lo).min(hi);
+            *x = ((v + ROUND) - ROUND) * scale;
+        }
+    }
+}
+
+impl Op for FakeQuantize {
+    fn name(&self) -> StaticName {
+        "EdgertFakeQuantize".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(vec![format!("scale {}, range {}..={} around the zero point", self.scale, self.lo, self.hi)])
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for FakeQuantize {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, mut inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        // In place when nothing else holds the input, as is usual between two convolutions.
+        let mut tensor = inputs.remove(0).into_tensor();
+        let mut view = tensor.try_as_plain_ram_mut()?;
+        let values = view.as_slice_mut::<f32>()?;
+        let row = values.len().min(4096);
+        if values.len() % row == 0 {
+            let cost = values.len();
+            tract_linalg::multithread::par_chunks_mut(values, row, cost, |_, chunk| {
+                self.apply(chunk);
+                Ok(())
+            })?;
+        } else {
+            self.apply(values);
+        }
+        Ok(tvec!(tensor.into_tvalue()))
+    }
+}
+
+impl TypedOp for FakeQuantize {
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        ensure!(inputs[0].datum_type == f32::datum_type());
+        Ok(tvec!(f32::fact(inputs[0].shape.clone())))
+    }
+
+    as_op!();
+}
+
+/// Replaces a per-tensor QuantizeLinear whose every reader is a DequantizeLinear of the same
+/// scale and zero point by one `FakeQuantize`, which those readers' readers then read.
+pub fn rule(
+    _: &(),
+    model: &TypedModel,
+    node: &TypedNode,
+    name: &str,
+    op: &ElementWiseOp,
+) -> TractResult<Option<TypedModelPatch>> {
+    // tract's QuantizeLinear keeps 1 / scale; DequantizeLinear keeps the scale.
+    let (inverse_scale, zero_point, range) = if let Some(q) = op.0.downcast_ref::<QuantizeLinearI8>() {
+        (q.scale, q.zero_point as i32, (i8::MIN as i32, i8::MAX as i32))
+    } else if let Some(q) = op.0.downcast_ref::<QuantizeLinearU8>() {
+        (q.scale, q.zero_point as i32, (u8::MIN as i32, u8::MAX as i32))
+    } else {
+        return Ok(None);
+    };
+    rule_if!(model.outlet_fact(node.inputs[0])?.datum_type == f32::datum_type());
+    rule_if!(!model.outputs.contains(&node.id.into()));
+    let readers = &node.outputs[0].successors;
+    rule_if!(!readers.is_empty());
+    let mut scale = None;
+    for reader in readers {
+        rule_if_some!(dq = model.node(reader.node).op_as::<DequantizeLinearF32>());
+        rule_if!(dq.zero_point == zero_point && dq.scale.recip() == inverse_scale);
+        rule_if!(scale.is_none_or(|s| s == dq.scale));
+        scale = Some(dq.scale);
+    }
+    rule_if_some!(scale = scale);
+    let mut patch = TypedModelPatch::default();
+    let input = patch.tap_model(model, node.inputs[0])?;
+    let output = patch.wire_node(name, FakeQuantize::new(scale, zero_point, range), &[input])?[0];
+    for reader in readers {
+        patch.shunt_outside(model, reader.node.into(), output)?;
+    }
+    Ok(Some(patch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// ONNX's QuantizeLinear then DequantizeLinear, written as the spec says.
+    fn reference(x: f32, scale: f32, zero_point: i32, (lo, hi): (i32, i32)) -> f32 {
+        let q = ((x / scale).round_ties_even() as i32).saturating_add(zero_point).clamp(lo, hi);
+        (q - zero_point) as f32 * scale
+    }
+
+    #[test]
+    fn matches_quantize_then_dequantize() {
+        for (scale, zero_point, range) in
+            [(0.047244094, 0, (-128, 127)), (0.02, -5, (-128, 127)), (0.1, 128, (0, 255)), (1.0, 3, (0, 255))]
+        {
+            let op = FakeQuantize::new(scale, zero_point, range);
+            // Every half step (the ties) and beyond the range on both sides.
+            let mut values: Vec<f32> = (-700..=700).map(|i| i as f32 * scale / 2.0).collect();
+            values.extend([f32::INFINITY, f32::NEG_INFINITY, 1e30, -1e30, 0.0, -0.0]);
+            let mut out = values.clone();
+            op.apply(&mut out);
+            for (x, y) in values.iter().zip(&out) {
+                assert_eq!(
+                    y.to_bits(),
+                    reference(*x, scale, zero_point, range).to_bits(),
+                    "x = {x}, scale {scale}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ties_round_to_even() {
+        let op = FakeQuantize::new(1.0, 0, (-128, 127));
+        let mut values = [0.5, 1.5, 2.5, -0.5, -1.5, 126.5, 127.5, -128.5];
+        op.apply(&mut values);
+        assert_eq!(values, [0.0, 2.0, 2.0, -0.0, -2.0, 126.0, 127.0, -128.0]);
+    }
+}

@@ -1,0 +1,23 @@
+//! edgert's own tract operators for the `cpu` backend, where tract's are slow on the models edge
+//! users run: depthwise convolutions (MobileNet's half of the time) and the QuantizeLinear →
+//! DequantizeLinear pairs of INT8 QDQ models. `rewrite` swaps them into a decluttered model
+//! before tract optimizes it; anything they do not cover stays tract's.
+
+mod depthwise;
+mod depthwise_kernel;
+mod fake_quantize;
+#[cfg(test)]
+mod tests;
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::model::Rewriter;
+use tract_onnx::tract_core::ops::cnn::Conv;
+use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
+
+/// Replaces what edgert's operators cover in a decluttered model.
+pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
+    Rewriter::<()>::default()
+        .with_rule_for::<Conv>("edgert-depthwise", depthwise::rule)
+        .with_rule_for::<ElementWiseOp>("edgert-fake-quantize", fake_quantize::rule)
+        .rewrite(&(), model)
+}

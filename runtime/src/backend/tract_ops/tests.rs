@@ -1,0 +1,341 @@
+//! edgert's operators against tract's own, on small graphs built here and on the shipped models:
+//! what `rewrite` replaces, what it leaves, and that the outputs stay tract's.
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat, PaddingSpec, PoolSpec};
+use tract_onnx::tract_core::ops::math;
+use tract_onnx::tract_core::ops::nn::DataFormat;
+use tract_onnx::tract_core::ops::quant::{quantize_linear_i8, quantize_linear_u8, DequantizeLinearF32};
+
+use super::rewrite;
+use crate::validate::compare::cosine;
+
+fn values(n: usize, seed: u64) -> Vec<f32> {
+    let mut state = seed | 1;
+    (0..n)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % 4001) as f32 / 1000.0 - 2.0
+        })
+        .collect()
+}
+
+fn run(model: &TypedModel, input: &Tensor) -> Vec<Vec<f32>> {
+    let plan = model.clone().into_optimized().unwrap().into_runnable().unwrap();
+    let outputs = plan.run(tvec!(input.clone().into_tvalue())).unwrap();
+    outputs.iter().map(|o| o.to_plain_array_view::<f32>().unwrap().iter().copied().collect()).collect()
+}
+
+fn op_names(model: &TypedModel) -> Vec<String> {
+    model.nodes().iter().map(|n| n.op.name().to_string()).collect()
+}
+
+fn count(model: &TypedModel, name: &str) -> usize {
+    op_names(model).iter().filter(|n| *n == name).count()
+}
+
+/// Runs `model` as tract does and rewritten, and requires the same outputs within `tolerance`
+/// (relative); returns the rewritten model.
+fn rewritten_agrees(model: &TypedModel, input_shape: &[usize], tolerance: f32) -> TypedModel {
+    let input = Tensor::from_shape(input_shape, &values(input_shape.iter().product(), 7)).unwrap();
+    let mut ours = model.clone();
+    rewrite(&mut ours).unwrap();
+    let (expected, got) = (run(model, &input), run(&ours, &input));
+    assert_eq!(expected.len(), got.len());
+    for (e, g) in expected.iter().zip(&got) {
+        assert_eq!(e.len(), g.len());
+        for (i, (a, b)) in e.iter().zip(g).enumerate() {
+            assert!((a - b).abs() <= tolerance * (1.0 + a.abs()), "output {i}: tract {a}, edgert {b}");
+        }
+    }
+    ours
+}
+
+struct Depthwise {
+    format: DataFormat,
+    input: Vec<usize>,
+    kernel_fmt: KernelFormat,
+    kernel: [usize; 2],
+    strides: [usize; 2],
+    dilations: [usize; 2],
+    padding: PaddingSpec,
+}
+
+impl Depthwise {
+    fn channels(&self) -> usize {
+        self.input[self.format.shape(&self.input).unwrap().c_axis()]
+    }
+
+    /// Source → depthwise Conv, then each of `after` (Max or Min against a constant) in turn;
+    /// the model's outputs are the last node's and `extra_outputs`' (by node name).
+    fn model(&self, after: &[(&str, f32)], extra_outputs: &[&str]) -> TypedModel {
+        let c = self.channels();
+        let [kh, kw] = self.kernel;
+        let kernel_shape = match self.kernel_fmt {
+            KernelFormat::OIHW => vec![c, 1, kh, kw],
+            // tract's grouped HWIO and OHWI: I is every input channel, O one group's.
+            KernelFormat::HWIO => vec![kh, kw, c, 1],
+            KernelFormat::OHWI => vec![1, kh, kw, c],
+        };
+        let mut model = TypedModel::default();
+        let x = model.add_source("x", f32::fact(&self.input)).unwrap();
+        let kernel = Tensor::from_shape(&kernel_shape, &values(c * kh * kw, 3)).unwrap();
+        let kernel = model.add_const("kernel", kernel).unwrap();
+        let bias = model.add_const("bias", Tensor::from_shape(&[c], &values(c, 5)).unwrap()).unwrap();
+        let conv = Conv {
+            pool_spec: PoolSpec {
+                data_format: self.format,
+                kernel_shape: tvec!(kh, kw),
+                padding: self.padding.clone(),
+                dilations: Some(self.dilations[..].into()),
+                strides: Some(self.strides[..].into()),
+                input_channels: c,
+                output_channels: c,
+            },
+            kernel_fmt: self.kernel_fmt,
+            group: c,
+            q_params: None,
+        };
+        let mut wire = model.wire_node("conv", conv, &[x, kernel, bias]).unwrap()[0];
+        for (i, &(op, bound)) in after.iter().enumerate() {
+            // Typed binary ops broadcast between tensors of one rank, as decluttered ONNX has them.
+            let bound = Tensor::from_shape(&vec![1; self.input.len()], &[bound]).unwrap();
+            let bound = model.add_const(format!("bound{i}"), bound).unwrap();
+            let op = if op == "Max" { math::max() } else { math::min() };
+            wire = model.wire_node(format!("clip{i}"), op, &[wire, bound]).unwrap()[0];
+        }
+        let mut outputs = vec![wire];
+        for name in extra_outputs {
+            outputs.push(OutletId::new(model.node_by_name(name).unwrap().id, 0));
+        }
+        model.select_output_outlets(&outputs).unwrap();
+        model
+    }
+}
+
+fn mobilenet_like() -> Depthwise {
+    Depthwise {
+        format: DataFormat::NCHW,
+        input: vec![2, 5, 9, 13],
+        kernel_fmt: KernelFormat::OIHW,
+        kernel: [3, 3],
+        strides: [1, 1],
+        dilations: [1, 1],
+        padding: PaddingSpec::Explicit(tvec!(1, 1), tvec!(1, 1)),
+    }
+}
+
+#[test]
+fn a_depthwise_conv_and_its_relu6_become_one_op() {
+    let conv = mobilenet_like();
+    let ours = rewritten_agrees(&conv.model(&[("Max", 0.0), ("Min", 6.0)], &[]), &conv.input, 1e-5);
+    assert_eq!(count(&ours, "EdgertDepthwiseConv"), 1, "{:?}", op_names(&ours));
+    assert_eq!(count(&ours, "Max") + count(&ours, "Min") + count(&ours, "Conv"), 0, "{:?}", op_names(&ours));
+}
+
+#[test]
+fn strides_dilations_uneven_padding_and_other_layouts_match_tract() {
+    let cases = [
+        Depthwise {
+            format: DataFormat::NCHW,
+            input: vec![1, 4, 10, 11],
+            kernel_fmt: KernelFormat::HWIO,
+            kernel: [3, 5],
+            strides: [2, 3],
+            dilations: [1, 2],
+            padding: PaddingSpec::Explicit(tvec!(0, 2), tvec!(1, 1)),
+        },
+        Depthwise {
+            format: DataFormat::CHW,
+            input: vec![6, 17, 15],
+            kernel_fmt: KernelFormat::OHWI,
+            kernel: [5, 5],
+            strides: [2, 2],
+            dilations: [1, 1],
+            padding: PaddingSpec::SameUpper,
+        },
+        Depthwise {
+            format: DataFormat::NCHW,
+            input: vec![3, 3, 7, 40],
+            kernel_fmt: KernelFormat::OIHW,
+            kernel: [3, 3],
+            strides: [1, 1],
+            dilations: [2, 2],
+            padding: PaddingSpec::Valid,
+        },
+    ];
+    for conv in cases {
+        let ours = rewritten_agrees(&conv.model(&[("Max", 0.0)], &[]), &conv.input, 1e-5);
+        assert_eq!(op_names(&ours).iter().filter(|n| *n == "EdgertDepthwiseConv" || *n == "Conv").count(), 1);
+        assert_eq!(count(&ours, "EdgertDepthwiseConv"), 1, "{:?}: {:?}", conv.input, op_names(&ours));
+    }
+}
+
+#[test]
+fn a_clip_is_not_folded_where_something_else_reads_the_values_before_it() {
+    let conv = mobilenet_like();
+    // The convolution's own output is also a model output: the Max must stay.
+    let ours = rewritten_agrees(&conv.model(&[("Max", 0.0), ("Min", 6.0)], &["conv"]), &conv.input, 1e-5);
+    assert_eq!(count(&ours, "EdgertDepthwiseConv"), 1);
+    assert_eq!(count(&ours, "Max"), 1, "{:?}", op_names(&ours));
+    // A Min before a Max is not a ReLU6 as tract writes it, and is left to tract.
+    let ours = rewritten_agrees(&conv.model(&[("Min", 6.0), ("Max", 0.0)], &[]), &conv.input, 1e-5);
+    assert_eq!(count(&ours, "Max"), 1, "{:?}", op_names(&ours));
+}
+
+#[test]
+fn a_plain_convolution_is_left_to_tract() {
+    let mut model = TypedModel::default();
+    let x = model.add_source("x", f32::fact([1, 2, 6, 6])).unwrap();
+    let kernel =
+        model.add_const("kernel", Tensor::from_shape(&[3, 2, 3, 3], &values(54, 3)).unwrap()).unwrap();
+    let bias = model.add_const("bias", Tensor::from_shape(&[3], &values(3, 5)).unwrap()).unwrap();
+    let conv = Conv {
+        pool_spec: PoolSpec {
+            data_format: DataFormat::NCHW,
+            kernel_shape: tvec!(3, 3),
+            padding: PaddingSpec::Valid,
+            dilations: None,
+            strides: None,
+            input_channels: 2,
+            output_channels: 3,
+        },
+        kernel_fmt: KernelFormat::OIHW,
+        group: 1,
+        q_params: None,
+    };
+    let y = model.wire_node("conv", conv, &[x, kernel, bias]).unwrap();
+    model.select_output_outlets(&y).unwrap();
+    let mut ours = model.clone();
+    rewrite(&mut ours).unwrap();
+    assert_eq!(op_names(&ours), op_names(&model));
+}
+
+/// Source → QuantizeLinear (i8 or u8) read by `readers` DequantizeLinear, each a model output.
+fn quantize_model(
+    unsigned: bool,
+    zero_point: i32,
+    readers: usize,
+    also_output_quantized: bool,
+) -> TypedModel {
+    let scale = 0.0472_f32;
+    let mut model = TypedModel::default();
+    let x = model.add_source("x", f32::fact([4, 300])).unwrap();
+    let q = if unsigned {
+        quantize_linear_u8(scale.recip(), zero_point as u8)
+    } else {
+        quantize_linear_i8(scale.recip(), zero_point as i8)
+    };
+    let q = model.wire_node("q", q, &[x]).unwrap()[0];
+    let mut outputs = vec![];
+    for i in 0..readers {
+        outputs.push(
+            model.wire_node(format!("dq{i}"), DequantizeLinearF32::new(scale, zero_point), &[q]).unwrap()[0],
+        );
+    }
+    if also_output_quantized {
+        outputs.push(q);
+    }
+    model.select_output_outlets(&outputs).unwrap();
+    model
+}
+
+#[test]
+fn quantize_dequantize_pairs_become_one_fake_quantize() {
+    for (unsigned, zero_point) in [(false, 0), (false, -7), (true, 128)] {
+        // Two readers of one QuantizeLinear share one FakeQuantize. tract multiplies by 1 / scale
+        // where ONNX divides, so a value on a tie may land one step away: within a scale.
+        let model = quantize_model(unsigned, zero_point, 2, false);
+        let ours = rewritten_agrees(&model, &[4, 300], 0.0472);
+        assert_eq!(count(&ours, "EdgertFakeQuantize"), 1, "{:?}", op_names(&ours));
+        assert!(!op_names(&ours).iter().any(|n| n.contains("Quantize") && !n.starts_with("Edgert")));
+        assert!(!op_names(&ours).iter().any(|n| n.contains("Dequantize")));
+    }
+}
+
+#[test]
+fn a_quantized_tensor_read_as_integers_is_left_to_tract() {
+    let model = quantize_model(false, 0, 1, true);
+    let mut ours = model.clone();
+    rewrite(&mut ours).unwrap();
+    assert_eq!(op_names(&ours), op_names(&model));
+}
+
+const PHOTOS: &[&str] = &[
+    "astronaut.png",
+    "bus.jpg",
+    "chelsea.png",
+    "coffee.png",
+    "motorcycle_left.png",
+    "page.png",
+    "zidane.jpg",
+];
+
+/// A shipped model decluttered as the `cpu` backend loads it, and rewritten; and a pipeline that
+/// preprocesses photos for it.
+fn shipped(name: &str) -> (TypedModel, TypedModel, crate::pipeline::Pipeline) {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
+    let model = crate::model::Model::load(format!("{root}/models/{name}.toml").as_ref(), &Default::default())
+        .unwrap();
+    let plain = super::super::tract_model::decluttered(&model, 1, "cpu").unwrap().typed;
+    let mut ours = plain.clone();
+    rewrite(&mut ours).unwrap();
+    let pipeline =
+        crate::pipeline::Pipeline::open(model, super::super::select("cpu").unwrap(), Default::default());
+    (plain, ours, pipeline.unwrap())
+}
+
+fn photo(pipeline: &crate::pipeline::Pipeline, name: &str) -> Tensor {
+    let path = format!("{}/../models/images/{name}", env!("CARGO_MANIFEST_DIR"));
+    let image = crate::capture::load_image(path.as_ref()).unwrap();
+    let (input, _) = pipeline.preprocess(&[crate::pipeline::Sample::Image(&image)]).unwrap();
+    Tensor::from_shape(&input.shape, &input.data).unwrap()
+}
+
+fn top1(values: &[f32]) -> usize {
+    values.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0
+}
+
+#[test]
+fn mobilenet_v2_runs_its_depthwise_convolutions_on_edgert_kernels_with_tracts_results() {
+    let (plain, ours, pipeline) = shipped("mobilenetv2_fp32");
+    assert_eq!(count(&ours, "EdgertDepthwiseConv"), 17);
+    for name in PHOTOS {
+        let input = photo(&pipeline, name);
+        let (tract, ours) = (run(&plain, &input).remove(0), run(&ours, &input).remove(0));
+        let worst = tract.iter().zip(&ours).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+        assert!(worst < 1e-3, "{name}: largest difference {worst}");
+        assert_eq!(top1(&tract), top1(&ours), "{name}");
+    }
+}
+
+/// INT8 QDQ has no one right answer in float: its values sit on grids, so a convolution's sum
+/// often lands on a rounding tie, where a sum added in another order (tract's kernel against
+/// edgert's) rounds one step the other way, and the step travels (tests: one step after
+/// MobileNetV2's first depthwise convolution). So edgert's INT8 run is held to the accuracy
+/// that matters, against the FP32 model, next to tract's own INT8 run: measured, cosine to FP32
+/// within 0.006 of tract's on each photo; top-1 as FP32's on 5 of 7 (tract: 6; the two are
+/// astronaut.png and zidane.jpg, where the INT8 runs pick another class than FP32).
+#[test]
+fn mobilenet_v2_int8_qdq_runs_its_quantize_dequantize_pairs_as_fake_quantize_as_accurately_as_tract() {
+    let (plain, ours, pipeline) = shipped("mobilenetv2_int8_qdq");
+    assert_eq!(count(&ours, "EdgertDepthwiseConv"), 17);
+    // Every activation's pair but the head's, which tract made a lookup table of (QuantizeLinear,
+    // LookupTable, DequantizeLinear: its own integer path).
+    assert!(count(&ours, "EdgertFakeQuantize") >= 90, "{:?}", op_names(&ours));
+    assert_eq!(count(&ours, "DequantizeLinearF32"), 1, "{:?}", op_names(&ours));
+    assert_eq!(count(&ours, "LookupTable"), 1, "{:?}", op_names(&ours));
+    let (fp32, _, _) = shipped("mobilenetv2_fp32");
+    let mut agree = 0;
+    for name in PHOTOS {
+        let input = photo(&pipeline, name);
+        let reference = run(&fp32, &input).remove(0);
+        let (tract, ours) = (run(&plain, &input).remove(0), run(&ours, &input).remove(0));
+        let (theirs, mine) = (cosine(&reference, &tract), cosine(&reference, &ours));
+        assert!(mine > theirs - 0.01, "{name}: cosine to FP32 {mine:.4}, tract's INT8 {theirs:.4}");
+        agree += usize::from(top1(&reference) == top1(&ours));
+    }
+    assert!(agree >= 5, "top-1 as FP32's on {agree} of {}", PHOTOS.len());
+}
