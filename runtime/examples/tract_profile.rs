@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::plan::{eval, SimpleState};
+use tract_onnx::tract_core::runtime::RunOptions;
 
 type Plan = Arc<TypedSimplePlan>;
 
@@ -31,7 +32,10 @@ fn plan(path: &str, variant: &str) -> TractResult<Plan> {
         transform.transform(&mut typed)?;
         typed.declutter()?;
     }
-    typed.into_optimized()?.into_runnable()
+    // THREADS=N runs on tract's multithreaded executor, as `--threads N` does.
+    let threads: usize = std::env::var("THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1);
+    let executor = (threads > 1).then(|| tract_linalg::multithread::Executor::multithread(threads));
+    typed.into_optimized()?.into_runnable_with_options(&RunOptions { executor, ..Default::default() })
 }
 
 /// One run, each node's time added to `per_op` under its operator's name.

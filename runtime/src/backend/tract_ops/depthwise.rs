@@ -99,7 +99,7 @@ impl DepthwiseConv {
     }
 
     /// Convolves the plane `plane` (batch item × channels + channel) that is in `scratch`.
-    fn convolve(&self, plane: usize, scratch: &[f32], out: &mut [f32]) {
+    fn convolve(&self, plane: usize, scratch: &mut [f32], out: &mut [f32]) {
         let taps = self.geometry.kernel[0] * self.geometry.kernel[1];
         let channel = plane % self.bias.len();
         let kernel = &self.kernel[channel * taps..][..taps];

@@ -1,6 +1,6 @@
 //! One channel plane of a depthwise 2-D convolution, in f32. The plane is first copied, padded
-//! and split by column stride phase into a scratch buffer, so that every kernel tap reads a
-//! contiguous run of it: an output row is then whole blocks of fused multiply-adds the compiler
+//! and split by stride phase into a scratch buffer, so that every kernel tap reads a contiguous
+//! run of it: the whole output plane is then blocks of fused multiply-adds the compiler
 //! vectorizes, with no border test inside. tract's own depthwise kernel walks the taps one output
 //! point at a time, which took half of MobileNetV2's time (benches/RESULTS.md).
 
@@ -19,70 +19,98 @@ pub struct PlaneGeometry {
 }
 
 /// Outputs computed together, in registers: four 8-lane vectors keep four independent
-/// multiply-add chains in flight. Rows shorter than that, or their ends, go by 8.
+/// multiply-add chains in flight. The end of a plane goes by 8.
 const WIDE: usize = 32;
 const NARROW: usize = 8;
 
+// The scratch holds the padded plane split by stride phase: for each row phase (padded rows p,
+// p + sy, …) and, inside it, each column phase (padded columns q, q + sx, …), a block of rows of
+// `phase_len` values. Output row y then reads, for every tap, row y + (offset) of one block: all
+// rows start `phase_len` apart, so the output plane, with the columns between its rows, is one
+// run that starts at each tap's offset.
 impl PlaneGeometry {
     /// Rows of the padded input that the output reads.
     fn padded_rows(&self) -> usize {
         (self.output[0] - 1) * self.stride[0] + (self.kernel[0] - 1) * self.dilation[0] + 1
     }
 
-    /// Length of one stride phase of a padded row: whole narrow blocks of outputs, plus the
-    /// furthest a tap reaches to the right.
+    /// Rows of one row phase.
+    fn phase_rows(&self) -> usize {
+        self.padded_rows().div_ceil(self.stride[0])
+    }
+
+    /// Length of one phase row: whole narrow blocks of outputs, plus the furthest a tap reaches
+    /// to the right.
     fn phase_len(&self) -> usize {
         self.output[1].div_ceil(NARROW) * NARROW + (self.kernel[1] - 1) * self.dilation[1] / self.stride[1]
     }
 
-    /// Floats of scratch one plane needs: its padded rows, then one padded row to split.
-    pub fn scratch_len(&self) -> usize {
-        (self.padded_rows() + 1) * self.stride[1] * self.phase_len()
+    /// Where the phases end: one spare padded row follows (where `fill` splits a row into its
+    /// column phases).
+    fn phases_len(&self) -> usize {
+        self.stride[0] * self.stride[1] * self.phase_rows() * self.phase_len()
     }
 
-    /// Offset in the scratch of each tap's first value for output row 0, in the kernel's order.
+    /// Floats of the scratch that taps read: the phases, the spare row (which the run's dropped
+    /// columns read past the last phase), and a wide block's slack.
+    fn read_len(&self) -> usize {
+        self.phases_len() + self.stride[1] * self.phase_len() + WIDE
+    }
+
+    /// Floats of scratch one plane needs: what taps read, then the output run.
+    pub fn scratch_len(&self) -> usize {
+        self.read_len() + self.run_len()
+    }
+
+    fn run_len(&self) -> usize {
+        (self.output[0] * self.phase_len()).div_ceil(NARROW) * NARROW
+    }
+
+    /// Offset in the scratch of each tap's value for output 0, in the kernel's order.
     pub fn tap_offsets(&self) -> Vec<usize> {
-        let [kh, kw] = self.kernel;
-        let (sx, len) = (self.stride[1], self.phase_len());
+        let ([kh, kw], [sy, sx], [dy, dx]) = (self.kernel, self.stride, self.dilation);
+        let (rows, len) = (self.phase_rows(), self.phase_len());
         (0..kh * kw)
             .map(|t| {
-                let (ky, kx) = (t / kw, t % kw);
-                let column = kx * self.dilation[1];
-                ((ky * self.dilation[0]) * sx + column % sx) * len + column / sx
+                let (row, column) = ((t / kw) * dy, (t % kw) * dx);
+                ((row % sy * sx + column % sx) * rows + row / sy) * len + column / sx
             })
             .collect()
     }
 
-    /// Copies `plane` (input height × width) into `scratch`: padded with zeros, each padded row
-    /// stored as its `stride` column phases one after the other (phase q holds padded columns q,
-    /// q + s, …).
+    /// Copies `plane` (input height × width) into `scratch`'s phases, padded with zeros.
     pub fn fill(&self, plane: &[f32], scratch: &mut [f32]) {
         let [h, w] = self.input;
-        let (sx, len) = (self.stride[1], self.phase_len());
+        let ([sy, sx], rows, len) = (self.stride, self.phase_rows(), self.phase_len());
         let top = self.pad_before[0];
-        let (rows, spare) = scratch.split_at_mut(self.padded_rows() * sx * len);
+        let (phases, spare) = scratch.split_at_mut(self.phases_len());
         let spare = &mut spare[..sx * len];
-        for (r, padded) in rows.chunks_exact_mut(sx * len).enumerate() {
-            let Some(row) = r.checked_sub(top).filter(|&y| y < h).map(|y| &plane[y * w..][..w]) else {
-                padded.fill(0.0);
+        for r in 0..rows * sy {
+            // Padded row r's column phase q is row r / sy of block (r % sy, q).
+            let at = |q: usize| ((r % sy * sx + q) * rows + r / sy) * len;
+            let row = r.checked_sub(top).filter(|&y| y < h && r < self.padded_rows());
+            let Some(row) = row.map(|y| &plane[y * w..][..w]) else {
+                (0..sx).for_each(|q| phases[at(q)..][..len].fill(0.0));
                 continue;
             };
             if sx == 1 {
-                self.pad_row(row, padded);
+                self.pad_row(row, &mut phases[at(0)..][..len]);
                 continue;
             }
             // The row padded in the spare row, then dealt out to the phases, both passes
             // contiguous; a stride of 2 (most strided convolutions) as pairs, which vectorizes.
             self.pad_row(row, spare);
             if sx == 2 {
-                let (even, odd) = padded.split_at_mut(len);
-                for ((e, o), pair) in even.iter_mut().zip(odd).zip(spare.chunks_exact(2)) {
+                let (even, odd) = phases.split_at_mut(at(1));
+                for ((e, o), pair) in
+                    even[at(0)..][..len].iter_mut().zip(&mut odd[..len]).zip(spare.chunks_exact(2))
+                {
                     (*e, *o) = (pair[0], pair[1]);
                 }
             } else {
                 for (j, columns) in spare.chunks_exact(sx).enumerate() {
                     for (q, &value) in columns.iter().enumerate() {
-                        padded[q * len + j] = value;
+                        phases[at(q) + j] = value;
                     }
                 }
             }
@@ -107,9 +135,15 @@ impl PlaneGeometry {
         bias: f32,
         clip: (f32, f32),
         taps: &[usize],
-        scratch: &[f32],
+        scratch: &mut [f32],
         out: &mut [f32],
     ) {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx512f") {
+            // SAFETY: the CPU has AVX-512 (and so FMA), checked just above.
+            unsafe { self.convolve_avx512(kernel, bias, clip, taps, scratch, out) };
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU has AVX2 and FMA, checked just above.
@@ -121,6 +155,21 @@ impl PlaneGeometry {
         self.convolve_with::<{ cfg!(target_arch = "aarch64") }>(kernel, bias, clip, taps, scratch, out)
     }
 
+    /// The same operations, 16 lanes a vector: a wide block is two registers, not four.
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,fma")]
+    fn convolve_avx512(
+        &self,
+        kernel: &[f32],
+        bias: f32,
+        clip: (f32, f32),
+        taps: &[usize],
+        scratch: &mut [f32],
+        out: &mut [f32],
+    ) {
+        self.convolve_with::<true>(kernel, bias, clip, taps, scratch, out)
+    }
+
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     fn convolve_avx2_fma(
@@ -129,7 +178,7 @@ impl PlaneGeometry {
         bias: f32,
         clip: (f32, f32),
         taps: &[usize],
-        scratch: &[f32],
+        scratch: &mut [f32],
         out: &mut [f32],
     ) {
         self.convolve_with::<true>(kernel, bias, clip, taps, scratch, out)
@@ -142,24 +191,43 @@ impl PlaneGeometry {
         bias: f32,
         clip: (f32, f32),
         taps: &[usize],
-        scratch: &[f32],
+        scratch: &mut [f32],
         out: &mut [f32],
     ) {
         let [ho, wo] = self.output;
-        let row_step = self.stride[0] * self.stride[1] * self.phase_len();
-        for (y, out_row) in out[..ho * wo].chunks_exact_mut(wo).enumerate() {
-            let base = y * row_step;
-            let mut x = 0;
-            while x + WIDE <= wo {
-                block::<WIDE, FMA>(scratch, base + x, kernel, taps, bias, clip, &mut out_row[x..x + WIDE]);
-                x += WIDE;
-            }
-            while x < wo {
-                let n = NARROW.min(wo - x);
-                block::<NARROW, FMA>(scratch, base + x, kernel, taps, bias, clip, &mut out_row[x..x + n]);
-                x += NARROW;
-            }
+        let (input, run) = scratch.split_at_mut(self.read_len());
+        // Output row y is at y × phase_len in the run; the columns between rows are computed and
+        // dropped. Small planes (MobileNet's 14 × 14 and 7 × 7) would otherwise be a few short
+        // blocks a row.
+        let run = &mut run[..self.run_len()];
+        blocks::<FMA>(input, 0, kernel, taps, bias, clip, run);
+        for (row, values) in out[..ho * wo].chunks_exact_mut(wo).zip(run.chunks(self.phase_len())) {
+            row.copy_from_slice(&values[..wo]);
         }
+    }
+}
+
+/// `out.len()` outputs from scratch offset `start`: wide blocks, then narrow ones.
+#[inline(always)]
+fn blocks<const FMA: bool>(
+    scratch: &[f32],
+    start: usize,
+    kernel: &[f32],
+    taps: &[usize],
+    bias: f32,
+    clip: (f32, f32),
+    out: &mut [f32],
+) {
+    let n = out.len();
+    let mut x = 0;
+    while x + WIDE <= n {
+        block::<WIDE, FMA>(scratch, start + x, kernel, taps, bias, clip, &mut out[x..x + WIDE]);
+        x += WIDE;
+    }
+    while x < n {
+        let end = n.min(x + NARROW);
+        block::<NARROW, FMA>(scratch, start + x, kernel, taps, bias, clip, &mut out[x..end]);
+        x += NARROW;
     }
 }
 
@@ -253,7 +321,7 @@ mod tests {
             let mut scratch = vec![f32::NAN; g.scratch_len()];
             let mut out = vec![f32::NAN; g.output[0] * g.output[1]];
             g.fill(&plane, &mut scratch);
-            g.convolve(&kernel, bias, (f32::NEG_INFINITY, f32::INFINITY), &g.tap_offsets(), &scratch, &mut out);
+            g.convolve(&kernel, bias, (f32::NEG_INFINITY, f32::INFINITY), &g.tap_offsets(), &mut scratch, &mut out);
             let expected = reference(&g, &plane, &kernel, bias);
             for (i, (a, e)) in out.iter().zip(&expected).enumerate() {
                 prop_assert!((a - e).abs() <= 1e-5 * (1.0 + e.abs()), "output {i}: {a} against {e}");
@@ -274,7 +342,7 @@ mod tests {
         let mut out = [0.0; 3];
         let mut scratch = vec![0.0; g.scratch_len()];
         g.fill(&[-2.0, 2.0, 9.0], &mut scratch);
-        g.convolve(&[1.0], 0.5, (0.0, 6.0), &g.tap_offsets(), &scratch, &mut out);
+        g.convolve(&[1.0], 0.5, (0.0, 6.0), &g.tap_offsets(), &mut scratch, &mut out);
         assert_eq!(out, [0.0, 2.5, 6.0]);
     }
 }
