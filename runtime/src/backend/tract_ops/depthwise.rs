@@ -4,10 +4,10 @@
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
-use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat};
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
+use super::clip;
 use super::depthwise_kernel::PlaneGeometry;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -183,7 +183,7 @@ pub fn rule(
         _ => return Ok(None),
     };
 
-    let (clip, last) = folded_clip(model, node)?;
+    let (clip, last) = clip::after(model, node)?;
     let tap_offsets = geometry.tap_offsets();
     let op = DepthwiseConv { geometry, output_shape: output_shape.into(), kernel, bias, clip, tap_offsets };
     let mut patch = TypedModelPatch::default();
@@ -191,41 +191,4 @@ pub fn rule(
     let output = patch.wire_node(name, op, &[input])?[0];
     patch.shunt_outside(model, last.into(), output)?;
     Ok(Some(patch))
-}
-
-/// The bounds of the Max and Min (a ReLU or ReLU6, at most one of each) that follow `node`, each
-/// against a single f32 constant, with nothing else reading the values between; and the last
-/// node they cover (`node` itself without them).
-fn folded_clip(model: &TypedModel, node: &TypedNode) -> TractResult<((f32, f32), usize)> {
-    let (mut lo, mut hi, mut last) = (f32::NEG_INFINITY, f32::INFINITY, node.id);
-    while let Some(next) = model.single_succ(last)? {
-        if model.outputs.contains(&last.into()) || next.inputs.len() != 2 {
-            break;
-        }
-        let Some(op) = next.op_as::<TypedBinOp>() else { break };
-        let other = next.inputs.iter().find(|i| i.node != last).copied();
-        let Some(bound) = other.map(|o| model.outlet_fact(o)).transpose()?.and_then(|f| f.konst.clone())
-        else {
-            break;
-        };
-        if bound.len() != 1
-            || bound.datum_type() != f32::datum_type()
-            || op.1.is_some_and(|dt| dt != f32::datum_type())
-        {
-            break;
-        }
-        // A bound that broadcasts the tensor to a larger shape is not a clip.
-        if model.outlet_fact(next.id.into())?.shape != model.outlet_fact(last.into())?.shape {
-            break;
-        }
-        let bound = bound.try_as_plain_ram()?.as_slice::<f32>()?[0];
-        match op.0.name() {
-            // ReLU, or ReLU6 as tract declutters it: Max, then Min.
-            "Max" if lo == f32::NEG_INFINITY && hi == f32::INFINITY => lo = bound,
-            "Min" if hi == f32::INFINITY && lo <= bound => hi = bound,
-            _ => break,
-        }
-        last = next.id;
-    }
-    Ok(((lo, hi), last))
 }

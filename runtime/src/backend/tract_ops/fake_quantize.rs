@@ -1,6 +1,7 @@
 //! `FakeQuantize`: an INT8 QDQ model's QuantizeLinear → DequantizeLinear pair on an f32
 //! activation as one f32 → f32 pass, where tract runs the two ops (its QuantizeLinear alone took
-//! 60 % of MobileNetV2 INT8 QDQ's time, benches/RESULTS.md). The values are ONNX's for the pair:
+//! 60 % of MobileNetV2 INT8 QDQ's time, benches/RESULTS.md), with a ReLU or ReLU6 right before it
+//! folded in. The values are ONNX's for the pair:
 //! `(saturate(round_half_even(x / scale) + zero_point) - zero_point) * scale`.
 
 use tract_onnx::prelude::*;
@@ -9,8 +10,12 @@ use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tract_onnx::tract_core::ops::quant::{DequantizeLinearF32, QuantizeLinearI8, QuantizeLinearU8};
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
+use super::clip;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct FakeQuantize {
+    /// Bounds of a folded ReLU or ReLU6, applied first; infinite without one.
+    clip: (f32, f32),
     scale: f32,
     /// The integer range less the zero point, as floats: where `x / scale` saturates.
     lo: f32,
@@ -20,8 +25,8 @@ pub struct FakeQuantize {
 impl Eq for FakeQuantize {}
 
 impl FakeQuantize {
-    pub fn new(scale: f32, zero_point: i32, range: (i32, i32)) -> FakeQuantize {
-        FakeQuantize { scale, lo: (range.0 - zero_point) as f32, hi: (range.1 - zero_point) as f32 }
+    pub fn new(clip: (f32, f32), scale: f32, zero_point: i32, range: (i32, i32)) -> FakeQuantize {
+        FakeQuantize { clip, scale, lo: (range.0 - zero_point) as f32, hi: (range.1 - zero_point) as f32 }
     }
 
     /// Quantizes and dequantizes `values` in place.
@@ -48,9 +53,9 @@ impl FakeQuantize {
         // |v| < 2^22: here |v| <= 255 once saturated. Saturating before rounding is the same, the
         // bounds being integers. A NaN saturates to the low bound.
         const ROUND: f32 = 12_582_912.0;
-        let FakeQuantize { scale, lo, hi } = *self;
+        let FakeQuantize { clip: (below, above), scale, lo, hi } = *self;
         for x in values {
-            let v = (*x / scale).max(lo).min(hi);
+            let v = (x.max(below).min(above) / scale).max(lo).min(hi);
             *x = ((v + ROUND) - ROUND) * scale;
         }
     }
@@ -62,7 +67,10 @@ impl Op for FakeQuantize {
     }
 
     fn info(&self) -> TractResult<Vec<String>> {
-        Ok(vec![format!("scale {}, range {}..={} around the zero point", self.scale, self.lo, self.hi)])
+        Ok(vec![format!(
+            "clip {:?}, scale {}, range {}..={} around the zero point",
+            self.clip, self.scale, self.lo, self.hi
+        )])
     }
 
     op_as_typed_op!();
@@ -100,7 +108,8 @@ impl TypedOp for FakeQuantize {
 }
 
 /// Replaces a per-tensor QuantizeLinear whose every reader is a DequantizeLinear of the same
-/// scale and zero point by one `FakeQuantize`, which those readers' readers then read.
+/// scale and zero point, and the clip before it, by one `FakeQuantize`, which those readers'
+/// readers then read.
 pub fn rule(
     _: &(),
     model: &TypedModel,
@@ -128,9 +137,10 @@ pub fn rule(
         scale = Some(dq.scale);
     }
     rule_if_some!(scale = scale);
+    let (clip, input) = clip::before(model, node)?;
     let mut patch = TypedModelPatch::default();
-    let input = patch.tap_model(model, node.inputs[0])?;
-    let output = patch.wire_node(name, FakeQuantize::new(scale, zero_point, range), &[input])?[0];
+    let input = patch.tap_model(model, input)?;
+    let output = patch.wire_node(name, FakeQuantize::new(clip, scale, zero_point, range), &[input])?[0];
     for reader in readers {
         patch.shunt_outside(model, reader.node.into(), output)?;
     }
@@ -152,7 +162,7 @@ mod tests {
         for (scale, zero_point, range) in
             [(0.047244094, 0, (-128, 127)), (0.02, -5, (-128, 127)), (0.1, 128, (0, 255)), (1.0, 3, (0, 255))]
         {
-            let op = FakeQuantize::new(scale, zero_point, range);
+            let op = FakeQuantize::new(clip::NONE, scale, zero_point, range);
             // Every half step (the ties) and beyond the range on both sides.
             let mut values: Vec<f32> = (-700..=700).map(|i| i as f32 * scale / 2.0).collect();
             values.extend([f32::INFINITY, f32::NEG_INFINITY, 1e30, -1e30, 0.0, -0.0]);
@@ -170,7 +180,7 @@ mod tests {
 
     #[test]
     fn ties_round_to_even() {
-        let op = FakeQuantize::new(1.0, 0, (-128, 127));
+        let op = FakeQuantize::new(clip::NONE, 1.0, 0, (-128, 127));
         let mut values = [0.5, 1.5, 2.5, -0.5, -1.5, 126.5, 127.5, -128.5];
         op.apply(&mut values);
         assert_eq!(values, [0.0, 2.0, 2.0, -0.0, -2.0, 126.0, 127.0, -128.0]);

@@ -1,8 +1,10 @@
 //! edgert's own tract operators for the `cpu` backend, where tract's are slow on the models edge
 //! users run: depthwise convolutions (MobileNet's half of the time) and the QuantizeLinear →
-//! DequantizeLinear pairs of INT8 QDQ models. `rewrite` swaps them into a decluttered model
-//! before tract optimizes it; anything they do not cover stays tract's.
+//! DequantizeLinear pairs of INT8 QDQ models, each with the ReLU or ReLU6 next to it folded in.
+//! `rewrite` swaps them into a decluttered model before tract optimizes it; anything they do not
+//! cover stays tract's.
 
+mod clip;
 mod depthwise;
 mod depthwise_kernel;
 mod fake_quantize;

@@ -180,9 +180,12 @@ fn a_clip_is_not_folded_where_something_else_reads_the_values_before_it() {
     let ours = rewritten_agrees(&conv.model(&[("Max", 0.0), ("Min", 6.0)], &["conv"]), &conv.input, 1e-5);
     assert_eq!(count(&ours, "EdgertDepthwiseConv"), 1);
     assert_eq!(count(&ours, "Max"), 1, "{:?}", op_names(&ours));
-    // A Min before a Max is not a ReLU6 as tract writes it, and is left to tract.
+    // Min then Max is the same clip, folded too; bounds that cross (a Max above the Min) are not
+    // a clip, and the second op stays tract's.
     let ours = rewritten_agrees(&conv.model(&[("Min", 6.0), ("Max", 0.0)], &[]), &conv.input, 1e-5);
-    assert_eq!(count(&ours, "Max"), 1, "{:?}", op_names(&ours));
+    assert_eq!(op_names(&ours), ["Source", "EdgertDepthwiseConv"]);
+    let ours = rewritten_agrees(&conv.model(&[("Max", 0.5), ("Min", 0.25)], &[]), &conv.input, 1e-5);
+    assert_eq!(count(&ours, "Min"), 1, "{:?}", op_names(&ours));
 }
 
 #[test]
@@ -213,8 +216,19 @@ fn a_plain_convolution_is_left_to_tract() {
     assert_eq!(op_names(&ours), op_names(&model));
 }
 
-/// Source → QuantizeLinear (i8 or u8) read by `readers` DequantizeLinear, each a model output.
+/// Source → (`clip`: Max 0, Min 6) → QuantizeLinear (i8 or u8) read by `readers`
+/// DequantizeLinear, each a model output.
 fn quantize_model(
+    unsigned: bool,
+    zero_point: i32,
+    readers: usize,
+    also_output_quantized: bool,
+) -> TypedModel {
+    clipped_quantize_model(false, unsigned, zero_point, readers, also_output_quantized)
+}
+
+fn clipped_quantize_model(
+    clip: bool,
     unsigned: bool,
     zero_point: i32,
     readers: usize,
@@ -222,7 +236,15 @@ fn quantize_model(
 ) -> TypedModel {
     let scale = 0.0472_f32;
     let mut model = TypedModel::default();
-    let x = model.add_source("x", f32::fact([4, 300])).unwrap();
+    let mut x = model.add_source("x", f32::fact([4, 300])).unwrap();
+    if clip {
+        for (name, bound) in [("max", 0.0f32), ("min", 6.0)] {
+            let bound =
+                model.add_const(format!("{name}.bound"), Tensor::from_shape(&[1, 1], &[bound]).unwrap());
+            let op = if name == "max" { math::max() } else { math::min() };
+            x = model.wire_node(name, op, &[x, bound.unwrap()]).unwrap()[0];
+        }
+    }
     let q = if unsigned {
         quantize_linear_u8(scale.recip(), zero_point as u8)
     } else {
@@ -253,6 +275,21 @@ fn quantize_dequantize_pairs_become_one_fake_quantize() {
         assert!(!op_names(&ours).iter().any(|n| n.contains("Quantize") && !n.starts_with("Edgert")));
         assert!(!op_names(&ours).iter().any(|n| n.contains("Dequantize")));
     }
+}
+
+#[test]
+fn a_relu6_before_a_quantize_dequantize_pair_is_folded_into_it() {
+    let model = clipped_quantize_model(true, false, 0, 1, false);
+    let ours = rewritten_agrees(&model, &[4, 300], 0.0472);
+    assert_eq!(op_names(&ours), ["Source", "EdgertFakeQuantize"]);
+    // Read by something else as well, the clipped values stay tract's to make.
+    let mut model = clipped_quantize_model(true, false, 0, 1, false);
+    let min = OutletId::new(model.node_by_name("min").unwrap().id, 0);
+    let outputs = [model.output_outlets().unwrap().to_vec(), vec![min]].concat();
+    model.select_output_outlets(&outputs).unwrap();
+    let ours = rewritten_agrees(&model, &[4, 300], 0.0472);
+    assert_eq!(count(&ours, "EdgertFakeQuantize"), 1);
+    assert_eq!(count(&ours, "Max") + count(&ours, "Min"), 2, "{:?}", op_names(&ours));
 }
 
 #[test]
