@@ -318,13 +318,33 @@ mod tests {
             let plane: Vec<f32> = (0..g.input[0] * g.input[1]).map(|_| next()).collect();
             let kernel: Vec<f32> = (0..g.kernel[0] * g.kernel[1]).map(|_| next()).collect();
             let bias = next();
-            let mut scratch = vec![f32::NAN; g.scratch_len()];
-            let mut out = vec![f32::NAN; g.output[0] * g.output[1]];
-            g.fill(&plane, &mut scratch);
-            g.convolve(&kernel, bias, (f32::NEG_INFINITY, f32::INFINITY), &g.tap_offsets(), &mut scratch, &mut out);
             let expected = reference(&g, &plane, &kernel, bias);
-            for (i, (a, e)) in out.iter().zip(&expected).enumerate() {
-                prop_assert!((a - e).abs() <= 1e-5 * (1.0 + e.abs()), "output {i}: {a} against {e}");
+            let taps = g.tap_offsets();
+            // Every build this CPU can run, not only the one `convolve` picks.
+            type Build = fn(&PlaneGeometry, &[f32], f32, (f32, f32), &[usize], &mut [f32], &mut [f32]);
+            let mut builds: Vec<(&str, Build)> = vec![
+                ("portable", |g, k, b, c, t, s, o| g.convolve_with::<false>(k, b, c, t, s, o)),
+                ("fused multiply-add", |g, k, b, c, t, s, o| g.convolve_with::<true>(k, b, c, t, s, o)),
+            ];
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    // SAFETY: the CPU has AVX2 and FMA.
+                    builds.push(("AVX2", |g, k, b, c, t, s, o| unsafe { g.convolve_avx2_fma(k, b, c, t, s, o) }));
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has AVX-512.
+                    builds.push(("AVX-512", |g, k, b, c, t, s, o| unsafe { g.convolve_avx512(k, b, c, t, s, o) }));
+                }
+            }
+            for (name, build) in builds {
+                let mut scratch = vec![f32::NAN; g.scratch_len()];
+                let mut out = vec![f32::NAN; g.output[0] * g.output[1]];
+                g.fill(&plane, &mut scratch);
+                build(&g, &kernel, bias, (f32::NEG_INFINITY, f32::INFINITY), &taps, &mut scratch, &mut out);
+                for (i, (a, e)) in out.iter().zip(&expected).enumerate() {
+                    prop_assert!((a - e).abs() <= 1e-5 * (1.0 + e.abs()), "{name}, output {i}: {a} against {e}");
+                }
             }
         }
     }

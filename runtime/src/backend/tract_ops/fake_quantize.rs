@@ -166,14 +166,14 @@ mod tests {
             // Every half step (the ties) and beyond the range on both sides.
             let mut values: Vec<f32> = (-700..=700).map(|i| i as f32 * scale / 2.0).collect();
             values.extend([f32::INFINITY, f32::NEG_INFINITY, 1e30, -1e30, 0.0, -0.0]);
-            let mut out = values.clone();
-            op.apply(&mut out);
-            for (x, y) in values.iter().zip(&out) {
-                assert_eq!(
-                    y.to_bits(),
-                    reference(*x, scale, zero_point, range).to_bits(),
-                    "x = {x}, scale {scale}"
-                );
+            // The build `apply` picks for this CPU, and the portable one.
+            let (mut picked, mut portable) = (values.clone(), values.clone());
+            op.apply(&mut picked);
+            op.apply_with(&mut portable);
+            for (i, x) in values.iter().enumerate() {
+                let expected = reference(*x, scale, zero_point, range).to_bits();
+                assert_eq!(picked[i].to_bits(), expected, "x = {x}, scale {scale}");
+                assert_eq!(portable[i].to_bits(), expected, "portable, x = {x}, scale {scale}");
             }
         }
     }
