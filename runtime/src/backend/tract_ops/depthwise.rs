@@ -8,7 +8,7 @@ use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat};
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
-use super::depthwise_kernel::PlaneGeometry;
+use super::depthwise_kernel::{Filter, PlaneGeometry};
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct DepthwiseConv {
@@ -103,7 +103,8 @@ impl DepthwiseConv {
         let taps = self.geometry.kernel[0] * self.geometry.kernel[1];
         let channel = plane % self.bias.len();
         let kernel = &self.kernel[channel * taps..][..taps];
-        self.geometry.convolve(kernel, self.bias[channel], self.clip, &self.tap_offsets, scratch, out)
+        let filter = Filter { kernel, taps: &self.tap_offsets, bias: self.bias[channel], clip: self.clip };
+        self.geometry.convolve(&filter, scratch, out)
     }
 }
 

@@ -126,130 +126,83 @@ impl PlaneGeometry {
         out[left + n..].fill(0.0);
     }
 
-    /// Convolves the plane `fill` left in `scratch` into `out` (output height × width): `kernel`
-    /// holds its taps in row-major order, `taps` the offsets from `tap_offsets`, `clip` the bounds
-    /// of a folded ReLU or ReLU6.
-    pub fn convolve(
-        &self,
-        kernel: &[f32],
-        bias: f32,
-        clip: (f32, f32),
-        taps: &[usize],
-        scratch: &mut [f32],
-        out: &mut [f32],
-    ) {
+    /// Convolves the plane `fill` left in `scratch` into `out` (output height × width).
+    pub fn convolve(&self, filter: &Filter, scratch: &mut [f32], out: &mut [f32]) {
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512 (and so FMA), checked just above.
-            unsafe { self.convolve_avx512(kernel, bias, clip, taps, scratch, out) };
+            unsafe { self.convolve_avx512(filter, scratch, out) };
             return;
         }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU has AVX2 and FMA, checked just above.
-            unsafe { self.convolve_avx2_fma(kernel, bias, clip, taps, scratch, out) };
+            unsafe { self.convolve_avx2_fma(filter, scratch, out) };
             return;
         }
         // aarch64's NEON has a fused multiply-add in its baseline; x86_64's SSE2 has none, where
         // `mul_add` would be a library call.
-        self.convolve_with::<{ cfg!(target_arch = "aarch64") }>(kernel, bias, clip, taps, scratch, out)
+        self.convolve_with::<{ cfg!(target_arch = "aarch64") }>(filter, scratch, out)
     }
 
     /// The same operations, 16 lanes a vector: a wide block is two registers, not four.
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,fma")]
-    fn convolve_avx512(
-        &self,
-        kernel: &[f32],
-        bias: f32,
-        clip: (f32, f32),
-        taps: &[usize],
-        scratch: &mut [f32],
-        out: &mut [f32],
-    ) {
-        self.convolve_with::<true>(kernel, bias, clip, taps, scratch, out)
+    fn convolve_avx512(&self, filter: &Filter, scratch: &mut [f32], out: &mut [f32]) {
+        self.convolve_with::<true>(filter, scratch, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    fn convolve_avx2_fma(
-        &self,
-        kernel: &[f32],
-        bias: f32,
-        clip: (f32, f32),
-        taps: &[usize],
-        scratch: &mut [f32],
-        out: &mut [f32],
-    ) {
-        self.convolve_with::<true>(kernel, bias, clip, taps, scratch, out)
+    fn convolve_avx2_fma(&self, filter: &Filter, scratch: &mut [f32], out: &mut [f32]) {
+        self.convolve_with::<true>(filter, scratch, out)
     }
 
     #[inline(always)]
-    fn convolve_with<const FMA: bool>(
-        &self,
-        kernel: &[f32],
-        bias: f32,
-        clip: (f32, f32),
-        taps: &[usize],
-        scratch: &mut [f32],
-        out: &mut [f32],
-    ) {
+    fn convolve_with<const FMA: bool>(&self, filter: &Filter, scratch: &mut [f32], out: &mut [f32]) {
         let [ho, wo] = self.output;
         let (input, run) = scratch.split_at_mut(self.read_len());
         // Output row y is at y × phase_len in the run; the columns between rows are computed and
         // dropped. Small planes (MobileNet's 14 × 14 and 7 × 7) would otherwise be a few short
         // blocks a row.
         let run = &mut run[..self.run_len()];
-        blocks::<FMA>(input, 0, kernel, taps, bias, clip, run);
+        let n = run.len();
+        let mut x = 0;
+        while x + WIDE <= n {
+            block::<WIDE, FMA>(input, x, filter, &mut run[x..x + WIDE]);
+            x += WIDE;
+        }
+        while x < n {
+            block::<NARROW, FMA>(input, x, filter, &mut run[x..x + NARROW]);
+            x += NARROW;
+        }
         for (row, values) in out[..ho * wo].chunks_exact_mut(wo).zip(run.chunks(self.phase_len())) {
             row.copy_from_slice(&values[..wo]);
         }
     }
 }
 
-/// `out.len()` outputs from scratch offset `start`: wide blocks, then narrow ones.
-#[inline(always)]
-fn blocks<const FMA: bool>(
-    scratch: &[f32],
-    start: usize,
-    kernel: &[f32],
-    taps: &[usize],
-    bias: f32,
-    clip: (f32, f32),
-    out: &mut [f32],
-) {
-    let n = out.len();
-    let mut x = 0;
-    while x + WIDE <= n {
-        block::<WIDE, FMA>(scratch, start + x, kernel, taps, bias, clip, &mut out[x..x + WIDE]);
-        x += WIDE;
-    }
-    while x < n {
-        let end = n.min(x + NARROW);
-        block::<NARROW, FMA>(scratch, start + x, kernel, taps, bias, clip, &mut out[x..end]);
-        x += NARROW;
-    }
+/// One channel's filter: its taps in row-major order, their scratch offsets (`tap_offsets`), its
+/// bias, and the bounds of a folded ReLU or ReLU6.
+pub struct Filter<'a> {
+    pub kernel: &'a [f32],
+    pub taps: &'a [usize],
+    pub bias: f32,
+    pub clip: (f32, f32),
 }
 
-/// `B` outputs of one row starting at scratch offset `start`: every tap's run of `B` values
-/// multiplied by its weight and summed, then clipped; the first `out.len()` of them stored.
+/// `B` outputs of the run from output `start`: every tap's run of `B` values multiplied by its
+/// weight and summed, then clipped.
 #[inline(always)]
-fn block<const B: usize, const FMA: bool>(
-    scratch: &[f32],
-    start: usize,
-    kernel: &[f32],
-    taps: &[usize],
-    bias: f32,
-    (lo, hi): (f32, f32),
-    out: &mut [f32],
-) {
-    let mut acc = [bias; B];
-    for (&weight, &offset) in kernel.iter().zip(taps) {
+fn block<const B: usize, const FMA: bool>(scratch: &[f32], start: usize, filter: &Filter, out: &mut [f32]) {
+    let mut acc = [filter.bias; B];
+    for (&weight, &offset) in filter.kernel.iter().zip(filter.taps) {
         let src: &[f32; B] = scratch[start + offset..][..B].try_into().expect("B values");
         for (a, &s) in acc.iter_mut().zip(src) {
             *a = if FMA { weight.mul_add(s, *a) } else { *a + weight * s };
         }
     }
+    let (lo, hi) = filter.clip;
     for (o, a) in out.iter_mut().zip(acc) {
         *o = a.max(lo).min(hi);
     }
@@ -321,27 +274,28 @@ mod tests {
             let expected = reference(&g, &plane, &kernel, bias);
             let taps = g.tap_offsets();
             // Every build this CPU can run, not only the one `convolve` picks.
-            type Build = fn(&PlaneGeometry, &[f32], f32, (f32, f32), &[usize], &mut [f32], &mut [f32]);
+            type Build = fn(&PlaneGeometry, &Filter, &mut [f32], &mut [f32]);
             let mut builds: Vec<(&str, Build)> = vec![
-                ("portable", |g, k, b, c, t, s, o| g.convolve_with::<false>(k, b, c, t, s, o)),
-                ("fused multiply-add", |g, k, b, c, t, s, o| g.convolve_with::<true>(k, b, c, t, s, o)),
+                ("portable", |g, f, s, o| g.convolve_with::<false>(f, s, o)),
+                ("fused multiply-add", |g, f, s, o| g.convolve_with::<true>(f, s, o)),
             ];
             #[cfg(target_arch = "x86_64")]
             {
                 if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
                     // SAFETY: the CPU has AVX2 and FMA.
-                    builds.push(("AVX2", |g, k, b, c, t, s, o| unsafe { g.convolve_avx2_fma(k, b, c, t, s, o) }));
+                    builds.push(("AVX2", |g, f, s, o| unsafe { g.convolve_avx2_fma(f, s, o) }));
                 }
                 if std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU has AVX-512.
-                    builds.push(("AVX-512", |g, k, b, c, t, s, o| unsafe { g.convolve_avx512(k, b, c, t, s, o) }));
+                    builds.push(("AVX-512", |g, f, s, o| unsafe { g.convolve_avx512(f, s, o) }));
                 }
             }
             for (name, build) in builds {
                 let mut scratch = vec![f32::NAN; g.scratch_len()];
                 let mut out = vec![f32::NAN; g.output[0] * g.output[1]];
                 g.fill(&plane, &mut scratch);
-                build(&g, &kernel, bias, (f32::NEG_INFINITY, f32::INFINITY), &taps, &mut scratch, &mut out);
+                let filter = Filter { kernel: &kernel, taps: &taps, bias, clip: (f32::NEG_INFINITY, f32::INFINITY) };
+                build(&g, &filter, &mut scratch, &mut out);
                 for (i, (a, e)) in out.iter().zip(&expected).enumerate() {
                     prop_assert!((a - e).abs() <= 1e-5 * (1.0 + e.abs()), "{name}, output {i}: {a} against {e}");
                 }
@@ -362,7 +316,8 @@ mod tests {
         let mut out = [0.0; 3];
         let mut scratch = vec![0.0; g.scratch_len()];
         g.fill(&[-2.0, 2.0, 9.0], &mut scratch);
-        g.convolve(&[1.0], 0.5, (0.0, 6.0), &g.tap_offsets(), &mut scratch, &mut out);
+        let filter = Filter { kernel: &[1.0], taps: &g.tap_offsets(), bias: 0.5, clip: (0.0, 6.0) };
+        g.convolve(&filter, &mut scratch, &mut out);
         assert_eq!(out, [0.0, 2.5, 6.0]);
     }
 }
