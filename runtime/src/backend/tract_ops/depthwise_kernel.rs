@@ -275,6 +275,7 @@ mod tests {
             let taps = g.tap_offsets();
             // Every build this CPU can run, not only the one `convolve` picks.
             type Build = fn(&PlaneGeometry, &Filter, &mut [f32], &mut [f32]);
+            #[allow(unused_mut)] // x86_64 adds its builds below.
             let mut builds: Vec<(&str, Build)> = vec![
                 ("portable", |g, f, s, o| g.convolve_with::<false>(f, s, o)),
                 ("fused multiply-add", |g, f, s, o| g.convolve_with::<true>(f, s, o)),

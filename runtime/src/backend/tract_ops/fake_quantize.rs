@@ -84,7 +84,7 @@ impl EvalOp for FakeQuantize {
         let mut tensor = inputs.remove(0).into_tensor();
         let mut view = tensor.try_as_plain_ram_mut()?;
         let values = view.as_slice_mut::<f32>()?;
-        let row = values.len().min(4096);
+        let row = values.len().clamp(1, 4096);
         if values.len() % row == 0 {
             let cost = values.len();
             tract_linalg::multithread::par_chunks_mut(values, row, cost, |_, chunk| {
@@ -137,6 +137,8 @@ pub fn rule(
         scale = Some(dq.scale);
     }
     rule_if_some!(scale = scale);
+    // ONNX wants a positive scale; anything else stays tract's to refuse or run.
+    rule_if!(scale > 0.0 && scale.is_finite());
     let (clip, input) = clip::before(model, node)?;
     let mut patch = TypedModelPatch::default();
     let input = patch.tap_model(model, input)?;
@@ -176,6 +178,14 @@ mod tests {
                 assert_eq!(portable[i].to_bits(), expected, "portable, x = {x}, scale {scale}");
             }
         }
+    }
+
+    #[test]
+    fn an_empty_tensor_passes_through() {
+        let op = FakeQuantize::new(clip::NONE, 0.5, 0, (-128, 127));
+        let empty = Tensor::zero::<f32>(&[0, 3]).unwrap().into_tvalue();
+        let out = op.eval(&EvalContext::out_of_plan(), tvec!(empty)).unwrap();
+        assert_eq!(out[0].shape(), &[0, 3]);
     }
 
     #[test]
