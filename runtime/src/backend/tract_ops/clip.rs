@@ -58,7 +58,7 @@ fn only_feeds(model: &TypedModel, node: usize, reader: usize) -> TractResult<boo
 pub fn after(model: &TypedModel, node: &TypedNode) -> TractResult<((f32, f32), usize)> {
     let (mut bounds, mut last) = (NONE, node.id);
     while let Some(next) = model.single_succ(last)? {
-        if !only_feeds(model, last, next.id)? {
+        if model.outputs.contains(&last.into()) {
             break;
         }
         match step(model, next)? {
