@@ -228,10 +228,14 @@ fn edgert_cpu_kernels_picks_whose_operators_cpu_runs_and_reports_say_which() {
     let (ours, tracts) = (version("edgert"), version("tract"));
     assert!(ours.contains("edgert's depthwise and fake-quantize kernels"), "{ours}");
     assert!(tracts.starts_with("tract-onnx") && !tracts.contains("edgert"), "{tracts}");
-    let out = command(&args).env("EDGERT_CPU_KERNELS", "fast").output().unwrap();
-    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
-    assert!(stderr(&out).contains("EDGERT_CPU_KERNELS is 'fast'"), "{}", stderr(&out));
+    // Asked for by name, or reached by `gpu-or-cpu` falling back: the same one line, exit 1.
+    let fallback = [&args[..], &["--backend", "gpu-or-cpu"]].concat();
+    for args in [&args[..], &fallback[..]] {
+        let out = command(args).env("EDGERT_CPU_KERNELS", "fast").output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+        assert_eq!(stderr(&out).trim().lines().count(), 1, "{}", stderr(&out));
+        assert!(stderr(&out).contains("EDGERT_CPU_KERNELS is 'fast'"), "{}", stderr(&out));
+    }
 }
 
 #[test]

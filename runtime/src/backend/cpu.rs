@@ -44,7 +44,8 @@ impl Backend for CpuBackend {
         let path = &model.onnx_path;
         let TractModel { mut typed, input, outputs } =
             tract_model::decluttered(model, options.batch, self.name())?;
-        if edgert_kernels().map_err(Error::Usage)? {
+        let unusable = |reason| Error::BackendUnavailable { name: self.name().into(), reason };
+        if edgert_kernels().map_err(unusable)? {
             tract_ops::rewrite(&mut typed).map_err(|e| invalid(path, "edgert operators", e))?;
         }
         typed.optimize().map_err(|e| invalid(path, "optimization", e))?;
