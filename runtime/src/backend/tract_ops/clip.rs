@@ -9,28 +9,40 @@ use tract_onnx::tract_core::ops::binary::TypedBinOp;
 /// No clip: what `x.max(lo).min(hi)` leaves as it is.
 pub const NONE: (f32, f32) = (f32::NEG_INFINITY, f32::INFINITY);
 
-/// `node` as one clip step: Max or Min, its constant, and the data input it clips; None when it
-/// is something else, or a bound that broadcasts the data to a larger shape.
-fn step(model: &TypedModel, node: &TypedNode) -> TractResult<Option<(bool, f32, OutletId)>> {
+/// `node` as a binary operator against one f32 constant: the operator's name, the constant and
+/// the data input; None when it is something else, or a constant that broadcasts the data to a
+/// larger shape.
+pub fn against_constant(
+    model: &TypedModel,
+    node: &TypedNode,
+) -> TractResult<Option<(&'static str, Arc<Tensor>, OutletId)>> {
     let Some(op) = node.op_as::<TypedBinOp>() else { return Ok(None) };
-    let is_max = match op.0.name() {
-        "Max" => true,
-        "Min" => false,
-        _ => return Ok(None),
-    };
     if node.inputs.len() != 2 || op.1.is_some_and(|dt| dt != f32::datum_type()) {
         return Ok(None);
     }
     let konst = |i: usize| model.outlet_fact(node.inputs[i]).map(|f| f.konst.clone());
-    let (bound, data) = match (konst(0)?, konst(1)?) {
-        (None, Some(bound)) => (bound, node.inputs[0]),
-        (Some(bound), None) => (bound, node.inputs[1]),
+    let (constant, data) = match (konst(0)?, konst(1)?) {
+        (None, Some(constant)) => (constant, node.inputs[0]),
+        (Some(constant), None) => (constant, node.inputs[1]),
         _ => return Ok(None),
     };
-    if bound.len() != 1 || bound.datum_type() != f32::datum_type() {
+    if constant.datum_type() != f32::datum_type()
+        || model.outlet_fact(node.id.into())?.shape != model.outlet_fact(data)?.shape
+    {
         return Ok(None);
     }
-    if model.outlet_fact(node.id.into())?.shape != model.outlet_fact(data)?.shape {
+    Ok(Some((op.0.name(), constant, data)))
+}
+
+/// `node` as one clip step: Max or Min, its bound, and the data input it clips.
+fn step(model: &TypedModel, node: &TypedNode) -> TractResult<Option<(bool, f32, OutletId)>> {
+    let Some((name, bound, data)) = against_constant(model, node)? else { return Ok(None) };
+    let is_max = match name {
+        "Max" => true,
+        "Min" => false,
+        _ => return Ok(None),
+    };
+    if bound.len() != 1 {
         return Ok(None);
     }
     Ok(Some((is_max, bound.try_as_plain_ram()?.as_slice::<f32>()?[0], data)))
@@ -49,7 +61,7 @@ fn add(bounds: &mut (f32, f32), is_max: bool, bound: f32) -> bool {
 }
 
 /// Whether `node`'s output feeds `reader` alone, and is no model output.
-fn only_feeds(model: &TypedModel, node: usize, reader: usize) -> TractResult<bool> {
+pub fn only_feeds(model: &TypedModel, node: usize, reader: usize) -> TractResult<bool> {
     Ok(!model.outputs.contains(&node.into()) && model.single_succ(node)?.is_some_and(|n| n.id == reader))
 }
 

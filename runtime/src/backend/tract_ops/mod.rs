@@ -1,6 +1,7 @@
 //! edgert's own tract operators for the `cpu` backend, where tract's are slow on the models edge
-//! users run: depthwise convolutions (MobileNet's half of the time) and the QuantizeLinear →
-//! DequantizeLinear pairs of INT8 QDQ models, each with the ReLU or ReLU6 next to it folded in.
+//! users run: depthwise convolutions (MobileNet's half of the time), 1×1 convolutions (a matrix
+//! product each) and the QuantizeLinear → DequantizeLinear pairs of INT8 QDQ models, each with the
+//! ReLU or ReLU6 next to it folded in.
 //! `rewrite` swaps them into a decluttered model before tract optimizes it; anything they do not
 //! cover stays tract's.
 
@@ -8,18 +9,23 @@ mod clip;
 mod depthwise;
 mod depthwise_kernel;
 mod fake_quantize;
+mod pointwise;
+#[cfg(test)]
+mod pointwise_tests;
 #[cfg(test)]
 mod tests;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::model::Rewriter;
 use tract_onnx::tract_core::ops::cnn::Conv;
+use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 
 /// Replaces what edgert's operators cover in a decluttered model.
 pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
     Rewriter::<()>::default()
         .with_rule_for::<Conv>("edgert-depthwise", depthwise::rule)
+        .with_rule_for::<EinSum>("edgert-pointwise", pointwise::rule)
         .with_rule_for::<ElementWiseOp>("edgert-fake-quantize", fake_quantize::rule)
         .rewrite(&(), model)
 }

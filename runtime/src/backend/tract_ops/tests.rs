@@ -10,7 +10,7 @@ use tract_onnx::tract_core::ops::quant::{quantize_linear_i8, quantize_linear_u8,
 use super::rewrite;
 use crate::validate::compare::cosine;
 
-fn values(n: usize, seed: u64) -> Vec<f32> {
+pub(super) fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed | 1;
     (0..n)
         .map(|_| {
@@ -22,23 +22,23 @@ fn values(n: usize, seed: u64) -> Vec<f32> {
         .collect()
 }
 
-fn run(model: &TypedModel, input: &Tensor) -> Vec<Vec<f32>> {
+pub(super) fn run(model: &TypedModel, input: &Tensor) -> Vec<Vec<f32>> {
     let plan = model.clone().into_optimized().unwrap().into_runnable().unwrap();
     let outputs = plan.run(tvec!(input.clone().into_tvalue())).unwrap();
     outputs.iter().map(|o| o.to_plain_array_view::<f32>().unwrap().iter().copied().collect()).collect()
 }
 
-fn op_names(model: &TypedModel) -> Vec<String> {
+pub(super) fn op_names(model: &TypedModel) -> Vec<String> {
     model.nodes().iter().map(|n| n.op.name().to_string()).collect()
 }
 
-fn count(model: &TypedModel, name: &str) -> usize {
+pub(super) fn count(model: &TypedModel, name: &str) -> usize {
     op_names(model).iter().filter(|n| *n == name).count()
 }
 
 /// Runs `model` as tract does and rewritten, and requires the same outputs within `tolerance`
 /// (relative); returns the rewritten model.
-fn rewritten_agrees(model: &TypedModel, input_shape: &[usize], tolerance: f32) -> TypedModel {
+pub(super) fn rewritten_agrees(model: &TypedModel, input_shape: &[usize], tolerance: f32) -> TypedModel {
     let input = Tensor::from_shape(input_shape, &values(input_shape.iter().product(), 7)).unwrap();
     let mut ours = model.clone();
     rewrite(&mut ours).unwrap();
@@ -352,14 +352,21 @@ fn assert_takes_every_channel_first_depthwise_conv(plain: &TypedModel, ours: &Ty
     assert!(taken >= 1);
 }
 
+/// MobileNetV2's 34 1×1 convolutions and its classifier: every matrix product with a constant.
+fn assert_takes_every_matrix_product(ours: &TypedModel) {
+    assert_eq!(count(ours, "EdgertPointwiseConv"), 35, "{:?}", op_names(ours));
+    assert_eq!(count(ours, "EinSum"), 0, "{:?}", op_names(ours));
+}
+
 fn top1(values: &[f32]) -> usize {
     values.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)).unwrap().0
 }
 
 #[test]
-fn mobilenet_v2_runs_its_depthwise_convolutions_on_edgert_kernels_with_tracts_results() {
+fn mobilenet_v2_runs_its_depthwise_and_1x1_convolutions_on_edgert_kernels_with_tracts_results() {
     let (plain, ours, pipeline) = shipped("mobilenetv2_fp32");
     assert_takes_every_channel_first_depthwise_conv(&plain, &ours);
+    assert_takes_every_matrix_product(&ours);
     for name in PHOTOS {
         let input = photo(&pipeline, name);
         let (tract, ours) = (run(&plain, &input).remove(0), run(&ours, &input).remove(0));
@@ -380,6 +387,7 @@ fn mobilenet_v2_runs_its_depthwise_convolutions_on_edgert_kernels_with_tracts_re
 fn mobilenet_v2_int8_qdq_runs_its_quantize_dequantize_pairs_as_fake_quantize_as_accurately_as_tract() {
     let (plain, ours, pipeline) = shipped("mobilenetv2_int8_qdq");
     assert_takes_every_channel_first_depthwise_conv(&plain, &ours);
+    assert_takes_every_matrix_product(&ours);
     // Every activation's pair but the head's, which tract made a lookup table of (QuantizeLinear,
     // LookupTable, DequantizeLinear: its own integer path).
     assert!(count(&ours, "EdgertFakeQuantize") >= 90, "{:?}", op_names(&ours));

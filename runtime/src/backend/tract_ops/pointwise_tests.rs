@@ -1,0 +1,129 @@
+//! `PointwiseConv` against tract's own EinSum, on 1×1 convolutions and fully connected layers
+//! built here and decluttered as the `cpu` backend does.
+
+use tract_onnx::prelude::*;
+use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat, PaddingSpec, PoolSpec};
+use tract_onnx::tract_core::ops::einsum::EinSum;
+use tract_onnx::tract_core::ops::math;
+use tract_onnx::tract_core::ops::nn::DataFormat;
+
+use super::tests::{count, op_names, rewritten_agrees, values};
+
+/// Source → 1×1 Conv (one group, with a bias) → ReLU6 when `relu6`, decluttered.
+fn conv_1x1(
+    format: DataFormat,
+    input: &[usize],
+    kernel_fmt: KernelFormat,
+    cout: usize,
+    relu6: bool,
+) -> TypedModel {
+    let shape = format.shape(input).unwrap();
+    let (cin, rank) = (*shape.c(), shape.hw_rank());
+    let kernel_shape: Vec<usize> = match kernel_fmt {
+        KernelFormat::OIHW => [cout, cin].into_iter().chain(vec![1; rank]).collect(),
+        KernelFormat::HWIO => vec![1; rank].into_iter().chain([cin, cout]).collect(),
+        KernelFormat::OHWI => [cout].into_iter().chain(vec![1; rank]).chain([cin]).collect(),
+    };
+    let mut model = TypedModel::default();
+    let x = model.add_source("x", f32::fact(input)).unwrap();
+    let kernel = Tensor::from_shape(&kernel_shape, &values(cin * cout, 3)).unwrap();
+    let kernel = model.add_const("kernel", kernel).unwrap();
+    let bias = model.add_const("bias", Tensor::from_shape(&[cout], &values(cout, 5)).unwrap()).unwrap();
+    let conv = Conv {
+        pool_spec: PoolSpec {
+            data_format: format,
+            kernel_shape: vec![1; rank].into(),
+            padding: PaddingSpec::Valid,
+            dilations: None,
+            strides: None,
+            input_channels: cin,
+            output_channels: cout,
+        },
+        kernel_fmt,
+        group: 1,
+        q_params: None,
+    };
+    let mut wire = model.wire_node("conv", conv, &[x, kernel, bias]).unwrap()[0];
+    if relu6 {
+        for (name, bound) in [("max", 0.0f32), ("min", 6.0)] {
+            let bound = Tensor::from_shape(&vec![1; input.len()], &[bound]).unwrap();
+            let bound = model.add_const(format!("{name}.bound"), bound).unwrap();
+            let op = if name == "max" { math::max() } else { math::min() };
+            wire = model.wire_node(name, op, &[wire, bound]).unwrap()[0];
+        }
+    }
+    model.select_output_outlets(&[wire]).unwrap();
+    model.into_decluttered().unwrap()
+}
+
+#[test]
+fn a_1x1_convolution_its_bias_and_relu6_become_one_op() {
+    let input = [2, 6, 5, 7];
+    let model = conv_1x1(DataFormat::NCHW, &input, KernelFormat::OIHW, 10, true);
+    assert_eq!(count(&model, "EinSum"), 1, "{:?}", op_names(&model));
+    let ours = rewritten_agrees(&model, &input, 1e-5);
+    assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"]);
+}
+
+#[test]
+fn channel_last_and_channel_first_layouts_and_every_kernel_format_match_tract() {
+    let cases = [
+        (DataFormat::NHWC, vec![2, 5, 7, 6], KernelFormat::HWIO),
+        (DataFormat::NHWC, vec![1, 4, 4, 3], KernelFormat::OHWI),
+        (DataFormat::HWC, vec![9, 3, 20], KernelFormat::OIHW),
+        (DataFormat::CHW, vec![20, 9, 3], KernelFormat::HWIO),
+        (DataFormat::NCHW, vec![3, 7, 1, 1], KernelFormat::OHWI),
+    ];
+    for (format, input, kernel_fmt) in cases {
+        for relu6 in [false, true] {
+            let model = conv_1x1(format, &input, kernel_fmt, 11, relu6);
+            let ours = rewritten_agrees(&model, &input, 1e-5);
+            let what = format!("{format:?} {input:?} {kernel_fmt:?}: {:?}", op_names(&ours));
+            assert_eq!(count(&ours, "EdgertPointwiseConv"), 1, "{what}");
+            assert_eq!(count(&ours, "EinSum") + count(&ours, "Add") + count(&ours, "Max"), 0, "{what}");
+        }
+    }
+}
+
+/// Source (batch × features) → EinSum with a constant (out × features) matrix → + bias, as
+/// tract declutters an ONNX Gemm with transB.
+fn fully_connected(extra_output: bool) -> TypedModel {
+    let (batch, features, out) = (3, 40, 15);
+    let mut model = TypedModel::default();
+    let x = model.add_source("x", f32::fact([batch, features])).unwrap();
+    let weights = Tensor::from_shape(&[out, features], &values(out * features, 3)).unwrap();
+    let weights = model.add_const("weights", weights).unwrap();
+    let einsum = EinSum::new("mk,nk->mn".parse().unwrap(), f32::datum_type());
+    let product = model.wire_node("fc", einsum, &[x, weights]).unwrap()[0];
+    let bias = model.add_const("bias", Tensor::from_shape(&[1, out], &values(out, 5)).unwrap()).unwrap();
+    let sum = model.wire_node("add_bias", math::add(), &[product, bias]).unwrap()[0];
+    let outputs = if extra_output { vec![sum, product] } else { vec![sum] };
+    model.select_output_outlets(&outputs).unwrap();
+    model
+}
+
+#[test]
+fn a_fully_connected_layer_and_its_bias_become_one_op() {
+    let ours = rewritten_agrees(&fully_connected(false), &[3, 40], 1e-5);
+    assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"]);
+}
+
+#[test]
+fn a_bias_is_not_folded_where_something_else_reads_the_product() {
+    let ours = rewritten_agrees(&fully_connected(true), &[3, 40], 1e-5);
+    assert_eq!(count(&ours, "EdgertPointwiseConv"), 1, "{:?}", op_names(&ours));
+    assert_eq!(count(&ours, "Add"), 1, "{:?}", op_names(&ours));
+}
+
+#[test]
+fn a_product_of_two_activations_is_left_to_tract() {
+    let mut model = TypedModel::default();
+    let a = model.add_source("a", f32::fact([4, 6])).unwrap();
+    let b = model.add_source("b", f32::fact([5, 6])).unwrap();
+    let einsum = EinSum::new("mk,nk->mn".parse().unwrap(), f32::datum_type());
+    let y = model.wire_node("product", einsum, &[a, b]).unwrap();
+    model.select_output_outlets(&y).unwrap();
+    let mut ours = model.clone();
+    super::rewrite(&mut ours).unwrap();
+    assert_eq!(op_names(&ours), op_names(&model));
+}
