@@ -9,6 +9,7 @@ use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
 use super::depthwise_kernel::{Filter, PlaneGeometry};
+use super::fake_quantize::FakeQuantize;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct DepthwiseConv {
@@ -19,6 +20,9 @@ pub struct DepthwiseConv {
     bias: Vec<f32>,
     /// Bounds of a folded ReLU or ReLU6; infinite without one.
     clip: (f32, f32),
+    /// QuantizeLinear → DequantizeLinear pairs after it (with the clips between), folded in:
+    /// applied to each plane last, in order.
+    quantize: Vec<FakeQuantize>,
     tap_offsets: Vec<usize>,
 }
 
@@ -32,7 +36,7 @@ impl Op for DepthwiseConv {
     }
 
     fn info(&self) -> TractResult<Vec<String>> {
-        Ok(vec![format!("{:?}, clip {:?}", self.geometry, self.clip)])
+        Ok(vec![format!("{:?}, clip {:?}, {:?}", self.geometry, self.clip, self.quantize)])
     }
 
     fn validation(&self) -> Validation {
@@ -104,7 +108,17 @@ impl DepthwiseConv {
         let channel = plane % self.bias.len();
         let kernel = &self.kernel[channel * taps..][..taps];
         let filter = Filter { kernel, taps: &self.tap_offsets, bias: self.bias[channel], clip: self.clip };
-        self.geometry.convolve(&filter, scratch, out)
+        self.geometry.convolve(&filter, scratch, out);
+        for quantize in &self.quantize {
+            quantize.apply(out);
+        }
+    }
+
+    /// This convolution with `quantize` as its last step.
+    pub fn then_quantized(&self, quantize: &FakeQuantize) -> DepthwiseConv {
+        let mut op = self.clone();
+        op.quantize.push(quantize.clone());
+        op
     }
 }
 
@@ -186,7 +200,15 @@ pub fn rule(
 
     let (clip, last) = clip::after(model, node)?;
     let tap_offsets = geometry.tap_offsets();
-    let op = DepthwiseConv { geometry, output_shape: output_shape.into(), kernel, bias, clip, tap_offsets };
+    let op = DepthwiseConv {
+        geometry,
+        output_shape: output_shape.into(),
+        kernel,
+        bias,
+        clip,
+        quantize: vec![],
+        tap_offsets,
+    };
     let mut patch = TypedModelPatch::default();
     let input = patch.tap_model(model, node.inputs[0])?;
     let output = patch.wire_node(name, op, &[input])?[0];

@@ -27,5 +27,9 @@ pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
         .with_rule_for::<Conv>("edgert-depthwise", depthwise::rule)
         .with_rule_for::<EinSum>("edgert-pointwise", pointwise::rule)
         .with_rule_for::<ElementWiseOp>("edgert-fake-quantize", fake_quantize::rule)
+        .with_rule_for::<fake_quantize::FakeQuantize>(
+            "edgert-fold-fake-quantize",
+            fake_quantize::fold_into_convolution,
+        )
         .rewrite(&(), model)
 }

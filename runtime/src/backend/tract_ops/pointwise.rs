@@ -11,6 +11,7 @@ use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
+use super::fake_quantize::FakeQuantize;
 
 /// out[outer, o, inner] = bias[o] + Σ_i weights[o, i] · data[outer, i, inner], clipped.
 #[derive(Debug, Clone, PartialEq)]
@@ -26,6 +27,9 @@ pub struct PointwiseConv {
     bias: Vec<f32>,
     /// Bounds of a folded ReLU or ReLU6; infinite without one.
     clip: (f32, f32),
+    /// QuantizeLinear → DequantizeLinear pairs after it (with the clips between), folded in:
+    /// applied last, in order.
+    quantize: Vec<FakeQuantize>,
     output_shape: TVec<usize>,
 }
 
@@ -41,7 +45,10 @@ impl Op for PointwiseConv {
     fn info(&self) -> TractResult<Vec<String>> {
         let (outer, inner) = (self.outer, self.inner);
         let channels = format!("{} → {} channels", self.in_channels, self.bias.len());
-        Ok(vec![format!("{channels}, outer {outer}, inner {inner}, clip {:?}", self.clip)])
+        Ok(vec![format!(
+            "{channels}, outer {outer}, inner {inner}, clip {:?}, {:?}",
+            self.clip, self.quantize
+        )])
     }
 
     fn validation(&self) -> Validation {
@@ -141,13 +148,20 @@ impl EvalOp for PointwiseConv {
         })?;
         // One pass after the products: tiling them to apply this while the values are still in
         // cache measured slower (each product repacks the weights).
-        self.add_bias_and_clip(out)?;
+        self.add_bias_clip_and_quantize(out)?;
         Ok(tvec!(output.into_tvalue()))
     }
 }
 
 impl PointwiseConv {
-    fn add_bias_and_clip(&self, out: &mut [f32]) -> TractResult<()> {
+    /// This convolution with `quantize` as its last step.
+    pub fn then_quantized(&self, quantize: &FakeQuantize) -> PointwiseConv {
+        let mut op = self.clone();
+        op.quantize.push(quantize.clone());
+        op
+    }
+
+    fn add_bias_clip_and_quantize(&self, out: &mut [f32]) -> TractResult<()> {
         let (lo, hi) = self.clip;
         let cout = self.bias.len();
         // Rows of output channels when inner is 1, else rows of one channel's inner positions.
@@ -161,6 +175,9 @@ impl PointwiseConv {
                 } else {
                     let b = self.bias[(first + i) % cout];
                     row.iter_mut().for_each(|v| *v = (*v + b).max(lo).min(hi));
+                }
+                for quantize in &self.quantize {
+                    quantize.apply(row);
                 }
             }
             Ok(())
@@ -305,6 +322,7 @@ pub fn rule(
         weights,
         bias,
         clip,
+        quantize: vec![],
         output_shape: output_shape.into(),
     };
     let mut patch = TypedModelPatch::default();

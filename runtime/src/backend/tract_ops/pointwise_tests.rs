@@ -6,6 +6,7 @@ use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat, PaddingSpec, PoolSpec
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::ops::math;
 use tract_onnx::tract_core::ops::nn::DataFormat;
+use tract_onnx::tract_core::ops::quant::{quantize_linear_i8, DequantizeLinearF32};
 
 use super::tests::{count, op_names, rewritten_agrees, values};
 
@@ -16,6 +17,19 @@ fn conv_1x1(
     kernel_fmt: KernelFormat,
     cout: usize,
     relu6: bool,
+) -> TypedModel {
+    conv_1x1_quantized(format, input, kernel_fmt, cout, relu6, 0)
+}
+
+/// The same, then `pairs` QuantizeLinear → DequantizeLinear pairs (i8, scale `SCALE`), a ReLU6
+/// between each two.
+fn conv_1x1_quantized(
+    format: DataFormat,
+    input: &[usize],
+    kernel_fmt: KernelFormat,
+    cout: usize,
+    relu6: bool,
+    pairs: usize,
 ) -> TypedModel {
     let shape = format.shape(input).unwrap();
     let (cin, rank) = (*shape.c(), shape.hw_rank());
@@ -45,15 +59,30 @@ fn conv_1x1(
     };
     let mut wire = model.wire_node("conv", conv, &[x, kernel, bias]).unwrap()[0];
     if relu6 {
-        for (name, bound) in [("max", 0.0f32), ("min", 6.0)] {
-            let bound = Tensor::from_shape(&vec![1; input.len()], &[bound]).unwrap();
-            let bound = model.add_const(format!("{name}.bound"), bound).unwrap();
-            let op = if name == "max" { math::max() } else { math::min() };
-            wire = model.wire_node(name, op, &[wire, bound]).unwrap()[0];
+        wire = add_relu6(&mut model, wire, input.len(), "relu6");
+    }
+    for i in 0..pairs {
+        if i > 0 {
+            wire = add_relu6(&mut model, wire, input.len(), &format!("relu6.{i}"));
         }
+        wire = model.wire_node(format!("q{i}"), quantize_linear_i8(SCALE.recip(), 0), &[wire]).unwrap()[0];
+        wire = model.wire_node(format!("dq{i}"), DequantizeLinearF32::new(SCALE, 0), &[wire]).unwrap()[0];
     }
     model.select_output_outlets(&[wire]).unwrap();
     model.into_decluttered().unwrap()
+}
+
+const SCALE: f32 = 0.0472;
+
+/// Max 0 then Min 6 after `wire` (of rank `rank`), as tract declutters ONNX's ReLU6.
+fn add_relu6(model: &mut TypedModel, mut wire: OutletId, rank: usize, name: &str) -> OutletId {
+    for (op, bound) in [("max", 0.0f32), ("min", 6.0)] {
+        let bound = Tensor::from_shape(&vec![1; rank], &[bound]).unwrap();
+        let bound = model.add_const(format!("{name}.{op}.bound"), bound).unwrap();
+        let math_op = if op == "max" { math::max() } else { math::min() };
+        wire = model.wire_node(format!("{name}.{op}"), math_op, &[wire, bound]).unwrap()[0];
+    }
+    wire
 }
 
 #[test]
@@ -63,6 +92,18 @@ fn a_1x1_convolution_its_bias_and_relu6_become_one_op() {
     assert_eq!(count(&model, "EinSum"), 1, "{:?}", op_names(&model));
     let ours = rewritten_agrees(&model, &input, 1e-5);
     assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"]);
+}
+
+/// Values on the INT8 grid may land one step apart where the sums, added in another order, sit
+/// on a rounding boundary: the tolerance is one step.
+#[test]
+fn quantize_dequantize_pairs_after_a_1x1_convolution_are_folded_into_it() {
+    let input = [1, 8, 6, 5];
+    for pairs in [1, 2] {
+        let model = conv_1x1_quantized(DataFormat::NCHW, &input, KernelFormat::OIHW, 12, true, pairs);
+        let ours = rewritten_agrees(&model, &input, SCALE);
+        assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{pairs} pairs");
+    }
 }
 
 #[test]
