@@ -18,7 +18,9 @@ pub struct DepthwiseConv {
     /// Taps of each channel, row-major: channels × kernel height × kernel width.
     kernel: Vec<f32>,
     bias: Vec<f32>,
-    /// Bounds of a folded ReLU or ReLU6; infinite without one.
+    /// Bounds of a folded ReLU or ReLU6 before it (applied as each plane is read) and after it;
+    /// infinite without one.
+    input_clip: (f32, f32),
     clip: (f32, f32),
     /// QuantizeLinear → DequantizeLinear pairs after it (with the clips between), folded in:
     /// applied to each plane last, in order.
@@ -36,7 +38,8 @@ impl Op for DepthwiseConv {
     }
 
     fn info(&self) -> TractResult<Vec<String>> {
-        Ok(vec![format!("{:?}, clip {:?}, {:?}", self.geometry, self.clip, self.quantize)])
+        let clips = format!("clips {:?} before, {:?} after", self.input_clip, self.clip);
+        Ok(vec![format!("{:?}, {clips}, {:?}", self.geometry, self.quantize)])
     }
 
     fn validation(&self) -> Validation {
@@ -59,7 +62,7 @@ impl EvalOp for DepthwiseConv {
             let mut tensor = input.into_tensor();
             let mut view = tensor.try_as_plain_ram_mut()?;
             self.planes(view.as_slice_mut::<f32>()?, |plane, out, scratch| {
-                g.fill(out, scratch);
+                g.fill(out, self.input_clip, scratch);
                 self.convolve(plane, scratch, out)
             })?;
             return Ok(tvec!(tensor.into_shape(&self.output_shape)?.into_tvalue()));
@@ -75,7 +78,7 @@ impl EvalOp for DepthwiseConv {
             "input and output hold different plane counts"
         );
         self.planes(out, |plane, out, scratch| {
-            g.fill(&input[plane * plane_in..][..plane_in], scratch);
+            g.fill(&input[plane * plane_in..][..plane_in], self.input_clip, scratch);
             self.convolve(plane, scratch, out)
         })?;
         Ok(tvec!(output.into_tvalue()))
@@ -198,6 +201,7 @@ pub fn rule(
         _ => return Ok(None),
     };
 
+    let (input_clip, input) = clip::before(model, node)?;
     let (clip, last) = clip::after(model, node)?;
     let tap_offsets = geometry.tap_offsets();
     let op = DepthwiseConv {
@@ -205,12 +209,13 @@ pub fn rule(
         output_shape: output_shape.into(),
         kernel,
         bias,
+        input_clip,
         clip,
         quantize: vec![],
         tap_offsets,
     };
     let mut patch = TypedModelPatch::default();
-    let input = patch.tap_model(model, node.inputs[0])?;
+    let input = patch.tap_model(model, input)?;
     let output = patch.wire_node(name, op, &[input])?[0];
     patch.shunt_outside(model, last.into(), output)?;
     Ok(Some(patch))

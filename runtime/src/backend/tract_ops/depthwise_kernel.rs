@@ -4,6 +4,8 @@
 //! vectorizes, with no border test inside. tract's own depthwise kernel walks the taps one output
 //! point at a time, which took half of MobileNetV2's time (benches/RESULTS.md).
 
+use super::clip;
+
 /// Where one plane's taps read, and what an output row needs. Built once per convolution.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct PlaneGeometry {
@@ -78,8 +80,9 @@ impl PlaneGeometry {
             .collect()
     }
 
-    /// Copies `plane` (input height × width) into `scratch`'s phases, padded with zeros.
-    pub fn fill(&self, plane: &[f32], scratch: &mut [f32]) {
+    /// Copies `plane` (input height × width), clipped to `clip`, into `scratch`'s phases, padded
+    /// with zeros (a clip before a convolution leaves its padding zero).
+    pub fn fill(&self, plane: &[f32], clip: (f32, f32), scratch: &mut [f32]) {
         let [h, w] = self.input;
         let ([sy, sx], rows, len) = (self.stride, self.phase_rows(), self.phase_len());
         let top = self.pad_before[0];
@@ -94,12 +97,12 @@ impl PlaneGeometry {
                 continue;
             };
             if sx == 1 {
-                self.pad_row(row, &mut phases[at(0)..][..len]);
+                self.pad_row(row, clip, &mut phases[at(0)..][..len]);
                 continue;
             }
             // The row padded in the spare row, then dealt out to the phases, both passes
             // contiguous; a stride of 2 (most strided convolutions) as pairs, which vectorizes.
-            self.pad_row(row, spare);
+            self.pad_row(row, clip, spare);
             if sx == 2 {
                 let (even, odd) = phases.split_at_mut(at(1));
                 for ((e, o), pair) in
@@ -117,12 +120,19 @@ impl PlaneGeometry {
         }
     }
 
-    /// `row` between its zero borders, as many padded columns as `out` holds.
-    fn pad_row(&self, row: &[f32], out: &mut [f32]) {
+    /// `row`, clipped, between its zero borders, as many padded columns as `out` holds.
+    fn pad_row(&self, row: &[f32], (lo, hi): (f32, f32), out: &mut [f32]) {
         let left = self.pad_before[1].min(out.len());
         let n = row.len().min(out.len() - left);
         out[..left].fill(0.0);
-        out[left..left + n].copy_from_slice(&row[..n]);
+        // Without a clip, a plain copy: `max` with -∞ would turn a NaN into -∞.
+        if (lo, hi) == clip::NONE {
+            out[left..left + n].copy_from_slice(&row[..n]);
+        } else {
+            for (o, &v) in out[left..left + n].iter_mut().zip(row) {
+                *o = v.max(lo).min(hi);
+            }
+        }
         out[left + n..].fill(0.0);
     }
 
@@ -294,7 +304,7 @@ mod tests {
             for (name, build) in builds {
                 let mut scratch = vec![f32::NAN; g.scratch_len()];
                 let mut out = vec![f32::NAN; g.output[0] * g.output[1]];
-                g.fill(&plane, &mut scratch);
+                g.fill(&plane, clip::NONE, &mut scratch);
                 let filter = Filter { kernel: &kernel, taps: &taps, bias, clip: (f32::NEG_INFINITY, f32::INFINITY) };
                 build(&g, &filter, &mut scratch, &mut out);
                 for (i, (a, e)) in out.iter().zip(&expected).enumerate() {
@@ -316,7 +326,7 @@ mod tests {
         };
         let mut out = [0.0; 3];
         let mut scratch = vec![0.0; g.scratch_len()];
-        g.fill(&[-2.0, 2.0, 9.0], &mut scratch);
+        g.fill(&[-2.0, 2.0, 9.0], clip::NONE, &mut scratch);
         let filter = Filter { kernel: &[1.0], taps: &g.tap_offsets(), bias: 0.5, clip: (0.0, 6.0) };
         g.convolve(&filter, &mut scratch, &mut out);
         assert_eq!(out, [0.0, 2.5, 6.0]);

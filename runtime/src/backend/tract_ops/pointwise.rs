@@ -4,7 +4,8 @@
 //! picked at run time), then the bias and a ReLU or ReLU6 that follows in one pass.
 
 use gemm_common::Parallelism;
-use tract_linalg::multithread::{current_tract_executor, par_chunks_mut, Executor};
+use rayon::prelude::*;
+use tract_linalg::multithread::{current_tract_executor, Executor};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::einsum::EinSum;
@@ -71,7 +72,7 @@ struct Product<'a> {
 }
 
 impl Product<'_> {
-    fn run(&self, out: &mut [f32], out_rs: usize, parallelism: Parallelism) -> TractResult<()> {
+    fn run(&self, out: &mut [f32], out_rs: usize) -> TractResult<()> {
         let (m, n, k) = (self.m, self.n, self.k);
         ensure!(m > 0 && n > 0 && k > 0 && n <= out_rs, "empty or overlapping product");
         let end = |rows: usize, cols: usize, (_, rs, cs): Matrix| (rows - 1) * rs + (cols - 1) * cs + 1;
@@ -102,7 +103,7 @@ impl Product<'_> {
                 false,
                 false,
                 false,
-                parallelism,
+                Parallelism::None,
             )
         }
         Ok(())
@@ -133,22 +134,31 @@ impl EvalOp for PointwiseConv {
             outer * cout * inner
         );
         let weights = &self.weights[..];
-        on_tract_threads(|parallelism| -> TractResult<()> {
-            if inner == 1 {
-                // Every outer position at once: data (outer × in) · weightsᵀ (in × out).
-                let product = Product { m: outer, n: cout, k: cin, a: (input, cin, 1), b: (weights, 1, cin) };
-                return product.run(out, cout, parallelism);
-            }
-            for (data, out) in input.chunks_exact(cin * inner).zip(out.chunks_exact_mut(cout * inner)) {
-                let product =
-                    Product { m: cout, n: inner, k: cin, a: (weights, cin, 1), b: (data, inner, 1) };
-                product.run(out, inner, parallelism)?;
-            }
-            Ok(())
-        })?;
-        // One pass after the products: tiling them to apply this while the values are still in
-        // cache measured slower (each product repacks the weights).
-        self.add_bias_clip_and_quantize(out)?;
+        let work = outer * inner * cin * cout;
+        if inner == 1 {
+            // Rows of outer positions: data (rows × in) · weightsᵀ (in × out).
+            return on_row_blocks(out, cout, work, |first, block| {
+                let rows = block.len() / cout;
+                let data = (&input[first * cin..], cin, 1);
+                Product { m: rows, n: cout, k: cin, a: data, b: (weights, 1, cin) }.run(block, cout)?;
+                block.chunks_exact_mut(cout).for_each(|row| self.finish(row, |c| self.bias[c]));
+                Ok(())
+            })
+            .map(|_| tvec!(output.into_tvalue()));
+        }
+        // Per outer position, rows of output channels: weights (rows × in) · data (in × inner).
+        for (data, out) in input.chunks_exact(cin * inner).zip(out.chunks_exact_mut(cout * inner)) {
+            on_row_blocks(out, inner, work / outer, |first, block| {
+                let rows = block.len() / inner;
+                let w = (&weights[first * cin..], cin, 1);
+                Product { m: rows, n: inner, k: cin, a: w, b: (data, inner, 1) }.run(block, inner)?;
+                for (c, row) in block.chunks_exact_mut(inner).enumerate() {
+                    let bias = self.bias[first + c];
+                    self.finish(row, |_| bias);
+                }
+                Ok(())
+            })?;
+        }
         Ok(tvec!(output.into_tvalue()))
     }
 }
@@ -161,40 +171,41 @@ impl PointwiseConv {
         op
     }
 
-    fn add_bias_clip_and_quantize(&self, out: &mut [f32]) -> TractResult<()> {
+    /// Adds `bias(i)` to each value `i` of a row of products, clips, then quantizes the row, while
+    /// it is still in cache.
+    fn finish(&self, row: &mut [f32], bias: impl Fn(usize) -> f32) {
         let (lo, hi) = self.clip;
-        let cout = self.bias.len();
-        // Rows of output channels when inner is 1, else rows of one channel's inner positions.
-        let row = if self.inner == 1 { cout } else { self.inner };
-        par_chunks_mut(out, row, out.len(), |first, rows| {
-            for (i, row) in rows.chunks_exact_mut(row).enumerate() {
-                if self.inner == 1 {
-                    for (v, b) in row.iter_mut().zip(&self.bias) {
-                        *v = (*v + b).max(lo).min(hi);
-                    }
-                } else {
-                    let b = self.bias[(first + i) % cout];
-                    row.iter_mut().for_each(|v| *v = (*v + b).max(lo).min(hi));
-                }
-                for quantize in &self.quantize {
-                    quantize.apply(row);
-                }
-            }
-            Ok(())
-        })
+        for (i, v) in row.iter_mut().enumerate() {
+            *v = (*v + bias(i)).max(lo).min(hi);
+        }
+        for quantize in &self.quantize {
+            quantize.apply(row);
+        }
     }
 }
 
-/// Runs `f` with the parallelism of tract's executor (`--threads`), inside its thread pool.
-fn on_tract_threads<R: Send>(f: impl FnOnce(Parallelism) -> R + Send) -> R {
-    match current_tract_executor() {
-        Executor::MultiThread(pool) if pool.current_num_threads() > 1 => {
-            let threads = pool.current_num_threads();
-            pool.install(|| f(Parallelism::Rayon(threads)))
-        }
-        Executor::RayonGlobal => f(Parallelism::Rayon(0)),
-        _ => f(Parallelism::None),
-    }
+/// Below this many multiply-adds one thread does the whole product, as in gemm's own threading.
+const THREADING_WORK: usize = 48 * 48 * 256;
+
+/// Calls `each(first row, block)` on blocks of whole rows (`row` values each) of `out`: one
+/// block per thread of tract's executor (`--threads`), in a multiple of 8 rows where there are
+/// enough, so that each thread's product keeps full-width kernels; the whole of `out` on one.
+fn on_row_blocks(
+    out: &mut [f32],
+    row: usize,
+    work: usize,
+    each: impl Fn(usize, &mut [f32]) -> TractResult<()> + Send + Sync,
+) -> TractResult<()> {
+    let rows = out.len() / row;
+    let pool = match current_tract_executor() {
+        Executor::MultiThread(pool) if pool.current_num_threads() > 1 && work >= THREADING_WORK => pool,
+        _ => return each(0, out),
+    };
+    let per_thread = rows.div_ceil(pool.current_num_threads());
+    let per_block = if per_thread >= 8 { per_thread.next_multiple_of(8) } else { per_thread };
+    pool.install(|| {
+        out.par_chunks_mut(per_block * row).enumerate().try_for_each(|(i, block)| each(i * per_block, block))
+    })
 }
 
 impl TypedOp for PointwiseConv {

@@ -168,3 +168,20 @@ fn a_product_of_two_activations_is_left_to_tract() {
     super::rewrite(&mut ours).unwrap();
     assert_eq!(op_names(&ours), op_names(&model));
 }
+
+/// On tract's multithreaded executor (`--threads`) each thread takes a block of rows: output
+/// channels (channel-first) or positions (channel-last), here in uneven blocks.
+#[test]
+fn products_split_between_threads_match_tract() {
+    use tract_linalg::multithread::{multithread_tract_scope, Executor};
+    let cases = [
+        (DataFormat::NCHW, vec![2, 64, 24, 24], KernelFormat::OIHW),
+        (DataFormat::NHWC, vec![2, 24, 24, 64], KernelFormat::HWIO),
+    ];
+    for (format, input, kernel_fmt) in cases {
+        let model = conv_1x1_quantized(format, &input, kernel_fmt, 40, true, 1);
+        let ours =
+            multithread_tract_scope(Executor::multithread(3), || rewritten_agrees(&model, &input, SCALE));
+        assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{format:?}");
+    }
+}

@@ -71,6 +71,17 @@ impl Depthwise {
     /// Source → depthwise Conv, then each of `after` (Max or Min against a constant) in turn;
     /// the model's outputs are the last node's and `extra_outputs`' (by node name).
     fn model(&self, after: &[(&str, f32)], extra_outputs: &[&str]) -> TypedModel {
+        self.clipped_model(&[], after, extra_outputs)
+    }
+
+    /// The same, with each of `before` (Max or Min against a constant) between the source and
+    /// the convolution.
+    fn clipped_model(
+        &self,
+        before: &[(&str, f32)],
+        after: &[(&str, f32)],
+        extra_outputs: &[&str],
+    ) -> TypedModel {
         let c = self.channels();
         let [kh, kw] = self.kernel;
         let kernel_shape = match self.kernel_fmt {
@@ -80,7 +91,13 @@ impl Depthwise {
             KernelFormat::OHWI => vec![1, kh, kw, c],
         };
         let mut model = TypedModel::default();
-        let x = model.add_source("x", f32::fact(&self.input)).unwrap();
+        let mut x = model.add_source("x", f32::fact(&self.input)).unwrap();
+        for (i, &(op, bound)) in before.iter().enumerate() {
+            let bound = Tensor::from_shape(&vec![1; self.input.len()], &[bound]).unwrap();
+            let bound = model.add_const(format!("before.bound{i}"), bound).unwrap();
+            let op = if op == "Max" { math::max() } else { math::min() };
+            x = model.wire_node(format!("before{i}"), op, &[x, bound]).unwrap()[0];
+        }
         let kernel = Tensor::from_shape(&kernel_shape, &values(c * kh * kw, 3)).unwrap();
         let kernel = model.add_const("kernel", kernel).unwrap();
         let bias = model.add_const("bias", Tensor::from_shape(&[c], &values(c, 5)).unwrap()).unwrap();
@@ -171,6 +188,20 @@ fn strides_dilations_uneven_padding_and_other_layouts_match_tract() {
         assert_eq!(op_names(&ours).iter().filter(|n| *n == "EdgertDepthwiseConv" || *n == "Conv").count(), 1);
         assert_eq!(count(&ours, "EdgertDepthwiseConv"), 1, "{:?}: {:?}", conv.input, op_names(&ours));
     }
+}
+
+#[test]
+fn a_relu6_before_a_depthwise_conv_is_folded_into_it() {
+    let conv = mobilenet_like();
+    let relu6 = [("Max", 0.0), ("Min", 6.0)];
+    // The inputs reach ±2: the clip changes some.
+    let ours =
+        rewritten_agrees(&conv.clipped_model(&[("Max", 0.5), ("Min", 1.0)], &relu6, &[]), &conv.input, 1e-5);
+    assert_eq!(op_names(&ours), ["Source", "EdgertDepthwiseConv"]);
+    // Strided, so the clip is applied on the padded row before it is dealt out to the phases.
+    let strided = Depthwise { strides: [2, 3], ..mobilenet_like() };
+    let ours = rewritten_agrees(&strided.clipped_model(&relu6, &[], &[]), &strided.input, 1e-5);
+    assert_eq!(op_names(&ours), ["Source", "EdgertDepthwiseConv"]);
 }
 
 #[test]
