@@ -1,7 +1,8 @@
 //! `PointwiseConv`: f32 1×1 convolutions (MobileNet's expansions and projections) and fully
 //! connected layers, which tract declutters into an EinSum of the data with a constant weight
 //! matrix: run as matrix products by the `gemm` crate's f32 kernels (AVX2, AVX-512 or NEON,
-//! picked at run time), then the bias and a ReLU or ReLU6 that follows in one pass.
+//! picked at run time), then, on each block of rows while it is in cache, the bias, a ReLU or
+//! ReLU6 that follows, and any QuantizeLinear → DequantizeLinear pairs folded in.
 
 use gemm_common::Parallelism;
 use rayon::prelude::*;
@@ -224,6 +225,97 @@ struct AxisPlace {
     output: Option<usize>,
 }
 
+/// How an EinSum of data with a weight matrix lays out as `PointwiseConv` computes it.
+struct Layout {
+    outer: usize,
+    inner: usize,
+    in_channels: usize,
+    out_channels: usize,
+    /// Whether the weights are output channels × input channels (else the transpose).
+    out_channels_first: bool,
+    /// The output channels' axis in the output.
+    channel_axis: usize,
+}
+
+/// The layout of `einsum` with the data at input `data` (shape `input`) and the weight matrix at
+/// the other, writing `output`: None unless the data is [outer…, input channels, inner…] and the
+/// output [outer…, output channels, inner…] in memory (size-1 axes aside, as they move no value).
+fn layout(einsum: &EinSum, data: usize, input: &[usize], output: &[usize]) -> Option<Layout> {
+    let one = |positions: &[usize]| (positions.len() <= 1).then(|| positions.first().copied());
+    let places = einsum
+        .axes
+        .iter_all_axes()
+        .map(|axis| {
+            let (data, weights) = (one(&axis.inputs[data])?, one(&axis.inputs[1 - data])?);
+            Some(AxisPlace { data, weights, output: one(&axis.outputs[0])? })
+        })
+        .collect::<Option<Vec<_>>>()?;
+    let size = |p: &AxisPlace| match (p.data, p.output) {
+        (Some(d), _) => input[d],
+        (None, Some(o)) => output[o],
+        _ => 1,
+    };
+    // The weights' two axes: one summed with the data's, one that becomes the output's.
+    let summed: Vec<_> = places.iter().filter(|p| p.weights.is_some() && p.output.is_none()).collect();
+    let made: Vec<_> = places.iter().filter(|p| p.weights.is_some() && p.data.is_none()).collect();
+    let ([summed], [made]) = (&summed[..], &made[..]) else { return None };
+    let (Some(in_at), Some(out_at)) = (summed.data, made.output) else { return None };
+    // Any other axis goes from the data to the output, or has size 1.
+    let passes =
+        |p: &AxisPlace| p.weights.is_some() || p.data.is_some() == p.output.is_some() || size(p) == 1;
+    if !places.iter().all(passes) {
+        return None;
+    }
+    // The axes on either side of the channels, in memory order, as indices into `places`.
+    let sides = |position: fn(&AxisPlace) -> Option<usize>, channels: usize| {
+        let mut axes: Vec<(usize, usize)> = places
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.weights.is_none() && size(p) > 1)
+            .filter_map(|(i, p)| position(p).map(|at| (at, i)))
+            .collect();
+        axes.sort();
+        let side = |before: bool| axes.iter().filter(move |(at, _)| (*at < channels) == before).map(|a| a.1);
+        (side(true).collect::<Vec<_>>(), side(false).collect::<Vec<_>>())
+    };
+    let (outer, inner) = sides(|p| p.data, in_at);
+    if (outer.clone(), inner.clone()) != sides(|p| p.output, out_at) {
+        return None;
+    }
+    let product = |axes: &[usize]| axes.iter().map(|&i| size(&places[i])).product::<usize>();
+    Some(Layout {
+        outer: product(&outer),
+        inner: product(&inner),
+        in_channels: size(summed),
+        out_channels: size(made),
+        out_channels_first: made.weights == Some(0),
+        channel_axis: out_at,
+    })
+}
+
+/// The constant bias added to `node`'s output right after it, and nothing else reading that
+/// output: one value per output channel (`layout.channel_axis`) or one for all, and the Add.
+fn bias_after(
+    model: &TypedModel,
+    node: &TypedNode,
+    layout: &Layout,
+    rank: usize,
+) -> TractResult<Option<(Vec<f32>, usize)>> {
+    let Some(next) = model.single_succ(node.id)? else { return Ok(None) };
+    if !clip::only_feeds(model, node.id, next.id)? {
+        return Ok(None);
+    }
+    let Some(("Add", constant, _)) = clip::against_constant(model, next)? else { return Ok(None) };
+    let cout = layout.out_channels;
+    let along = |i: usize, d: usize| d == 1 || (i == layout.channel_axis && d == cout);
+    if constant.rank() != rank || !constant.shape().iter().enumerate().all(|(i, &d)| along(i, d)) {
+        return Ok(None);
+    }
+    let values = constant.try_as_plain_ram()?;
+    let values = values.as_slice::<f32>()?;
+    Ok(Some(((0..cout).map(|c| values[c % values.len()]).collect(), next.id)))
+}
+
 /// Replaces an f32 EinSum that multiplies data by a constant weight matrix along one axis (what
 /// tract declutters a 1×1 convolution or a fully connected layer into), the constant bias added
 /// right after it and a ReLU or ReLU6 after that, by one `PointwiseConv`; leaves any other
@@ -246,89 +338,25 @@ pub fn rule(
     rule_if!(weights.rank() == 2);
     rule_if_some!(input_shape = facts[data].shape.as_concrete());
     rule_if_some!(output_shape = model.outlet_fact(node.id.into())?.shape.as_concrete());
-
-    // Each axis at most once per tensor; size-1 axes are dropped from the data or added to the
-    // output freely, as they do not move any value.
-    let mut places = vec![];
-    for axis in einsum.axes.iter_all_axes() {
-        let one = |positions: &[usize]| (positions.len() <= 1).then(|| positions.first().copied());
-        rule_if_some!(data_at = one(&axis.inputs[data]));
-        rule_if_some!(weights_at = one(&axis.inputs[1 - data]));
-        rule_if_some!(output_at = one(&axis.outputs[0]));
-        places.push(AxisPlace { data: data_at, weights: weights_at, output: output_at });
-    }
-    let summed: Vec<_> = places.iter().filter(|p| p.weights.is_some() && p.output.is_none()).collect();
-    let made: Vec<_> = places.iter().filter(|p| p.weights.is_some() && p.data.is_none()).collect();
-    rule_if!(summed.len() == 1 && made.len() == 1 && summed[0].data.is_some() && made[0].output.is_some());
-    let (input_axis, output_axis) = (summed[0], made[0]);
-    let size = |p: &AxisPlace| match (p.data, p.output) {
-        (Some(d), _) => input_shape[d],
-        (None, Some(o)) => output_shape[o],
-        _ => 1,
-    };
-    rule_if!(places
-        .iter()
-        .all(|p| p.weights.is_some() || p.data.is_some() == p.output.is_some() || size(p) == 1));
-
-    // The data must be [outer…, input channels, inner…] and the output [outer…, output channels,
-    // inner…] in memory: the same axes on either side of the channels, in the same order.
-    let in_order = |position: fn(&AxisPlace) -> Option<usize>| {
-        let mut axes: Vec<(usize, usize)> = places
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| p.weights.is_none() && size(p) > 1)
-            .filter_map(|(i, p)| position(p).map(|at| (at, i)))
-            .collect();
-        axes.sort();
-        axes.into_iter().map(|(at, i)| (at, size(&places[i]), i)).collect::<Vec<_>>()
-    };
-    let (data_axes, output_axes) = (in_order(|p| p.data), in_order(|p| p.output));
-    let split = |axes: &[(usize, usize, usize)], channels: usize| {
-        let before = axes.iter().filter(|(at, _, _)| *at < channels);
-        let after = axes.iter().filter(|(at, _, _)| *at > channels);
-        (before.map(|a| a.2).collect::<Vec<_>>(), after.map(|a| a.2).collect::<Vec<_>>())
-    };
-    let (data_outer, data_inner) = split(&data_axes, input_axis.data.unwrap_or(0));
-    let (output_outer, output_inner) = split(&output_axes, output_axis.output.unwrap_or(0));
-    rule_if!(data_outer == output_outer && data_inner == output_inner);
-    let product = |axes: &[usize]| axes.iter().map(|&i| size(&places[i])).product::<usize>();
-    let (outer, inner) = (product(&data_outer), product(&data_inner));
-    let (cin, cout) = (size(input_axis), size(output_axis));
-    rule_if!(outer * inner * cin * cout > 0);
-
-    let expected = if output_axis.weights == Some(0) { [cout, cin] } else { [cin, cout] };
+    rule_if_some!(layout = layout(einsum, data, input_shape, output_shape));
+    let (cin, cout) = (layout.in_channels, layout.out_channels);
+    rule_if!(layout.outer * layout.inner * cin * cout > 0);
+    let expected = if layout.out_channels_first { [cout, cin] } else { [cin, cout] };
     rule_if!(weights.shape() == expected);
     let w = weights.try_as_plain_ram()?;
     let w = w.as_slice::<f32>()?;
-    let weights = if output_axis.weights == Some(0) {
+    let weights = if layout.out_channels_first {
         w.to_vec()
     } else {
         (0..cout * cin).map(|i| w[(i % cin) * cout + i / cin]).collect()
     };
 
-    // A bias, constant along the output channels, added to nothing but the product.
-    let mut last = node.id;
-    let mut bias = vec![0.0; cout];
-    if let Some(next) = model.single_succ(node.id)? {
-        if clip::only_feeds(model, node.id, next.id)? {
-            if let Some(("Add", constant, _)) = clip::against_constant(model, next)? {
-                let channel_axis = output_axis.output.unwrap_or(0);
-                let along = |i: usize, d: usize| d == 1 || (i == channel_axis && d == cout);
-                if constant.rank() == output_shape.len()
-                    && constant.shape().iter().enumerate().all(|(i, &d)| along(i, d))
-                {
-                    let values = constant.try_as_plain_ram()?;
-                    let values = values.as_slice::<f32>()?;
-                    bias = (0..cout).map(|c| values[c % values.len()]).collect();
-                    last = next.id;
-                }
-            }
-        }
-    }
+    let (bias, last) =
+        bias_after(model, node, &layout, output_shape.len())?.unwrap_or((vec![0.0; cout], node.id));
     let (clip, last) = clip::after(model, model.node(last))?;
     let op = PointwiseConv {
-        outer,
-        inner,
+        outer: layout.outer,
+        inner: layout.inner,
         in_channels: cin,
         weights,
         bias,
