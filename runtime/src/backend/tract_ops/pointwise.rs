@@ -15,13 +15,17 @@ use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 use super::clip;
 use super::fake_quantize::FakeQuantize;
 
-/// out[outer, o, inner] = bias[o] + Σ_i weights[o, i] · data[outer, i, inner], clipped.
+/// For each block and position p: out[o, p] = bias[o] + Σ_i weights[o, i] · data[i, p], clipped,
+/// where data and out each hold a block as channels × positions (channel-first) or positions ×
+/// channels (channel-last).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PointwiseConv {
-    /// Positions before the channel axis (the images of NCHW, every pixel of NHWC).
-    outer: usize,
-    /// Positions after it (the pixels of NCHW; 1 in NHWC).
-    inner: usize,
+    /// Independent blocks (the images of NCHW; 1 where the positions take every outer axis).
+    blocks: usize,
+    /// Positions in a block (the pixels of an image).
+    positions: usize,
+    data_channel_last: bool,
+    output_channel_last: bool,
     in_channels: usize,
     /// Output channels × input channels, row-major.
     weights: Vec<f32>,
@@ -45,12 +49,11 @@ impl Op for PointwiseConv {
     }
 
     fn info(&self) -> TractResult<Vec<String>> {
-        let (outer, inner) = (self.outer, self.inner);
+        let side = |last: bool| if last { "channel-last" } else { "channel-first" };
         let channels = format!("{} → {} channels", self.in_channels, self.bias.len());
-        Ok(vec![format!(
-            "{channels}, outer {outer}, inner {inner}, clip {:?}, {:?}",
-            self.clip, self.quantize
-        )])
+        let layout = format!("{} → {}", side(self.data_channel_last), side(self.output_channel_last));
+        let blocks = format!("{} × {} positions", self.blocks, self.positions);
+        Ok(vec![format!("{channels}, {layout}, {blocks}, clip {:?}, {:?}", self.clip, self.quantize)])
     }
 
     fn validation(&self) -> Validation {
@@ -115,50 +118,57 @@ impl EvalOp for PointwiseConv {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let (outer, inner, cin, cout) = (self.outer, self.inner, self.in_channels, self.bias.len());
+        let (blocks, positions, cin, cout) = (self.blocks, self.positions, self.in_channels, self.bias.len());
         let view = inputs[0].try_as_plain_ram()?;
         let input = view.as_slice::<f32>()?;
+        let (data_len, out_len) = (positions * cin, positions * cout);
         ensure!(
-            input.len() == outer * cin * inner,
+            input.len() == blocks * data_len,
             "input holds {} values, not {}",
             input.len(),
-            outer * cin * inner
+            blocks * data_len
         );
         // SAFETY: the products below write every value before its bias is added.
         let mut output = unsafe { Tensor::uninitialized::<f32>(&self.output_shape)? };
         let mut out = output.try_as_plain_ram_mut()?;
         let out = out.as_slice_mut::<f32>()?;
-        ensure!(
-            out.len() == outer * cout * inner,
-            "output holds {} values, not {}",
-            out.len(),
-            outer * cout * inner
-        );
-        let weights = &self.weights[..];
-        let work = outer * inner * cin * cout;
-        if inner == 1 {
-            // Rows of outer positions: data (rows × in) · weightsᵀ (in × out).
-            return on_row_blocks(out, cout, work, |first, block| {
-                let rows = block.len() / cout;
-                let data = (&input[first * cin..], cin, 1);
-                Product { m: rows, n: cout, k: cin, a: data, b: (weights, 1, cin) }.run(block, cout)?;
-                block.chunks_exact_mut(cout).for_each(|row| self.finish(row, |c| self.bias[c]));
-                Ok(())
-            })
-            .map(|_| tvec!(output.into_tvalue()));
-        }
-        // Per outer position, rows of output channels: weights (rows × in) · data (in × inner).
-        for (data, out) in input.chunks_exact(cin * inner).zip(out.chunks_exact_mut(cout * inner)) {
-            on_row_blocks(out, inner, work / outer, |first, block| {
-                let rows = block.len() / inner;
-                let w = (&weights[first * cin..], cin, 1);
-                Product { m: rows, n: inner, k: cin, a: w, b: (data, inner, 1) }.run(block, inner)?;
-                for (c, row) in block.chunks_exact_mut(inner).enumerate() {
-                    let bias = self.bias[first + c];
-                    self.finish(row, |_| bias);
-                }
-                Ok(())
-            })?;
+        ensure!(out.len() == blocks * out_len, "output holds {} values, not {}", out.len(), blocks * out_len);
+        let work = positions * cin * cout;
+        for (data, out) in input.chunks_exact(data_len).zip(out.chunks_exact_mut(out_len)) {
+            if self.output_channel_last {
+                // Rows of positions: data (rows × in) · weightsᵀ (in × out).
+                on_row_blocks(out, cout, work, |first, rows| {
+                    let data = if self.data_channel_last {
+                        (&data[first * cin..], cin, 1)
+                    } else {
+                        (&data[first..], 1, positions)
+                    };
+                    let product = Product {
+                        m: rows.len() / cout,
+                        n: cout,
+                        k: cin,
+                        a: data,
+                        b: (&self.weights, 1, cin),
+                    };
+                    product.run(rows, cout)?;
+                    rows.chunks_exact_mut(cout).for_each(|row| self.finish(row, |c| self.bias[c]));
+                    Ok(())
+                })?;
+            } else {
+                // Rows of output channels: weights (rows × in) · data (in × positions).
+                on_row_blocks(out, positions, work, |first, rows| {
+                    let data = if self.data_channel_last { (data, 1, cin) } else { (data, positions, 1) };
+                    let weights = (&self.weights[first * cin..], cin, 1);
+                    let product =
+                        Product { m: rows.len() / positions, n: positions, k: cin, a: weights, b: data };
+                    product.run(rows, positions)?;
+                    for (c, row) in rows.chunks_exact_mut(positions).enumerate() {
+                        let bias = self.bias[first + c];
+                        self.finish(row, |_| bias);
+                    }
+                    Ok(())
+                })?;
+            }
         }
         Ok(tvec!(output.into_tvalue()))
     }
@@ -227,8 +237,10 @@ struct AxisPlace {
 
 /// How an EinSum of data with a weight matrix lays out as `PointwiseConv` computes it.
 struct Layout {
-    outer: usize,
-    inner: usize,
+    blocks: usize,
+    positions: usize,
+    data_channel_last: bool,
+    output_channel_last: bool,
     in_channels: usize,
     out_channels: usize,
     /// Whether the weights are output channels × input channels (else the transpose).
@@ -238,8 +250,10 @@ struct Layout {
 }
 
 /// The layout of `einsum` with the data at input `data` (shape `input`) and the weight matrix at
-/// the other, writing `output`: None unless the data is [outer…, input channels, inner…] and the
-/// output [outer…, output channels, inner…] in memory (size-1 axes aside, as they move no value).
+/// the other, writing `output` (size-1 axes aside, as they move no value): None unless the data
+/// and the output are [blocks…, channels, positions…] or [blocks…, positions…, channels] in
+/// memory, with the same block and position axes in the same order. tract lays MobileNet's
+/// out both ways, and on aarch64 switches between them at a 1×1 convolution.
 fn layout(einsum: &EinSum, data: usize, input: &[usize], output: &[usize]) -> Option<Layout> {
     let one = |positions: &[usize]| (positions.len() <= 1).then(|| positions.first().copied());
     let places = einsum
@@ -266,7 +280,7 @@ fn layout(einsum: &EinSum, data: usize, input: &[usize], output: &[usize]) -> Op
     if !places.iter().all(passes) {
         return None;
     }
-    // The axes on either side of the channels, in memory order, as indices into `places`.
+    // The axes before and after the channels, in memory order, as indices into `places`.
     let sides = |position: fn(&AxisPlace) -> Option<usize>, channels: usize| {
         let mut axes: Vec<(usize, usize)> = places
             .iter()
@@ -278,14 +292,30 @@ fn layout(einsum: &EinSum, data: usize, input: &[usize], output: &[usize]) -> Op
         let side = |before: bool| axes.iter().filter(move |(at, _)| (*at < channels) == before).map(|a| a.1);
         (side(true).collect::<Vec<_>>(), side(false).collect::<Vec<_>>())
     };
-    let (outer, inner) = sides(|p| p.data, in_at);
-    if (outer.clone(), inner.clone()) != sides(|p| p.output, out_at) {
-        return None;
-    }
+    let (data_before, data_after) = sides(|p| p.data, in_at);
+    let (out_before, out_after) = sides(|p| p.output, out_at);
     let product = |axes: &[usize]| axes.iter().map(|&i| size(&places[i])).product::<usize>();
+    let joined = |a: &[usize], b: &[usize]| [a, b].concat();
+    // (blocks, positions, data channel-last, output channel-last).
+    let (blocks, positions, data_last, output_last) =
+        if (&data_before, &data_after) == (&out_before, &out_after) {
+            match product(&data_after) {
+                // Nothing after the channels: every position is in one block, channel-last.
+                1 => (1, product(&data_before), true, true),
+                after => (product(&data_before), after, false, false),
+            }
+        } else if out_after.is_empty() && out_before == joined(&data_before, &data_after) {
+            (product(&data_before), product(&data_after), false, true)
+        } else if data_after.is_empty() && data_before == joined(&out_before, &out_after) {
+            (product(&out_before), product(&out_after), true, false)
+        } else {
+            return None;
+        };
     Some(Layout {
-        outer: product(&outer),
-        inner: product(&inner),
+        blocks,
+        positions,
+        data_channel_last: data_last,
+        output_channel_last: output_last,
         in_channels: size(summed),
         out_channels: size(made),
         out_channels_first: made.weights == Some(0),
@@ -340,7 +370,7 @@ pub fn rule(
     rule_if_some!(output_shape = model.outlet_fact(node.id.into())?.shape.as_concrete());
     rule_if_some!(layout = layout(einsum, data, input_shape, output_shape));
     let (cin, cout) = (layout.in_channels, layout.out_channels);
-    rule_if!(layout.outer * layout.inner * cin * cout > 0);
+    rule_if!(layout.blocks * layout.positions * cin * cout > 0);
     let expected = if layout.out_channels_first { [cout, cin] } else { [cin, cout] };
     rule_if!(weights.shape() == expected);
     let w = weights.try_as_plain_ram()?;
@@ -355,8 +385,10 @@ pub fn rule(
         bias_after(model, node, &layout, output_shape.len())?.unwrap_or((vec![0.0; cout], node.id));
     let (clip, last) = clip::after(model, model.node(last))?;
     let op = PointwiseConv {
-        outer: layout.outer,
-        inner: layout.inner,
+        blocks: layout.blocks,
+        positions: layout.positions,
+        data_channel_last: layout.data_channel_last,
+        output_channel_last: layout.output_channel_last,
         in_channels: cin,
         weights,
         bias,

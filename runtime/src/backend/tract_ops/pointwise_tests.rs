@@ -185,3 +185,37 @@ fn products_split_between_threads_match_tract() {
         assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{format:?}");
     }
 }
+
+/// tract on aarch64 lays some 1×1 convolutions out to switch between channel-first and
+/// channel-last: EinSums like "IHW,OI->HWO". Each with its bias (along the output channels) and
+/// a ReLU6, on one thread and on three (the first two large enough to be split).
+#[test]
+fn products_that_switch_between_channel_first_and_channel_last_match_tract() {
+    use tract_linalg::multithread::{multithread_tract_scope, Executor};
+    let (cin, cout) = (64, 16);
+    let cases: [(&str, &[usize], &[usize]); 4] = [
+        ("IHW,OI->HWO", &[cin, 24, 30], &[1, 1, cout]),
+        ("HWI,OI->OHW", &[24, 30, cin], &[cout, 1, 1]),
+        ("NIHW,OI->NHWO", &[2, cin, 3, 4], &[1, 1, 1, cout]),
+        ("NHWI,IO->NOHW", &[2, 3, 4, cin], &[1, cout, 1, 1]),
+    ];
+    for (expr, input, bias_shape) in cases {
+        let mut model = TypedModel::default();
+        let x = model.add_source("x", f32::fact(input)).unwrap();
+        let weights_shape = if expr.contains(",OI") { [cout, cin] } else { [cin, cout] };
+        let weights = Tensor::from_shape(&weights_shape, &values(cin * cout, 3)).unwrap();
+        let weights = model.add_const("weights", weights).unwrap();
+        let einsum = EinSum::new(expr.parse().unwrap(), f32::datum_type());
+        let product = model.wire_node("product", einsum, &[x, weights]).unwrap()[0];
+        let bias =
+            model.add_const("bias", Tensor::from_shape(bias_shape, &values(cout, 5)).unwrap()).unwrap();
+        let sum = model.wire_node("add_bias", math::add(), &[product, bias]).unwrap()[0];
+        let y = add_relu6(&mut model, sum, input.len(), "relu6");
+        model.select_output_outlets(&[y]).unwrap();
+        for threads in [1, 3] {
+            let executor = if threads > 1 { Executor::multithread(threads) } else { Executor::SingleThread };
+            let ours = multithread_tract_scope(executor, || rewritten_agrees(&model, input, 1e-5));
+            assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{expr}, {threads} threads");
+        }
+    }
+}
