@@ -10,7 +10,10 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     }
     match (na > 0.0, nb > 0.0) {
         (false, false) => 1.0,
-        (true, true) => dot / (na.sqrt() * nb.sqrt()),
+        // One square root of the product: for a vector against itself it gives exactly 1, where
+        // √na · √na can miss na by one unit in the last place (√2 · √2 > 2). Rounding can still
+        // put two parallel vectors a hair above 1.
+        (true, true) => (dot / (na * nb).sqrt()).clamp(-1.0, 1.0),
         _ => 0.0,
     }
 }
@@ -52,6 +55,9 @@ mod tests {
         assert!((cosine(&[1.0, 2.0], &[2.0, 4.0]) - 1.0).abs() < 1e-12);
         assert!((cosine(&[1.0, 1.0], &[1.0, 0.0]) - 0.5f64.sqrt()).abs() < 1e-12);
         assert_eq!(cosine(&[0.0], &[0.0]), 1.0);
+        // Exactly 1 for a vector against itself: √2 · √2 is not 2 in floating point.
+        assert_eq!(cosine(&[1.0, 1.0], &[1.0, 1.0]), 1.0);
+        assert_eq!(cosine(&[0.3, -7.25, 1e-3], &[0.3, -7.25, 1e-3]), 1.0);
         assert_eq!(cosine(&[0.0], &[1.0]), 0.0);
     }
 
