@@ -8,7 +8,7 @@ use tract_onnx::tract_core::ops::math;
 use tract_onnx::tract_core::ops::nn::DataFormat;
 use tract_onnx::tract_core::ops::quant::{quantize_linear_i8, DequantizeLinearF32};
 
-use super::tests::{count, op_names, rewritten_agrees, values};
+use super::tests::{add_clip, count, op_names, rewritten_agrees, values, RELU6};
 
 /// Source → 1×1 Conv (one group, with a bias) → ReLU6 when `relu6`, decluttered.
 fn conv_1x1(
@@ -59,11 +59,11 @@ fn conv_1x1_quantized(
     };
     let mut wire = model.wire_node("conv", conv, &[x, kernel, bias]).unwrap()[0];
     if relu6 {
-        wire = add_relu6(&mut model, wire, input.len(), "relu6");
+        wire = add_clip(&mut model, wire, input.len(), &RELU6, "relu6");
     }
     for i in 0..pairs {
         if i > 0 {
-            wire = add_relu6(&mut model, wire, input.len(), &format!("relu6.{i}"));
+            wire = add_clip(&mut model, wire, input.len(), &RELU6, &format!("relu6.{i}."));
         }
         wire = model.wire_node(format!("q{i}"), quantize_linear_i8(SCALE.recip(), 0), &[wire]).unwrap()[0];
         wire = model.wire_node(format!("dq{i}"), DequantizeLinearF32::new(SCALE, 0), &[wire]).unwrap()[0];
@@ -73,17 +73,6 @@ fn conv_1x1_quantized(
 }
 
 const SCALE: f32 = 0.0472;
-
-/// Max 0 then Min 6 after `wire` (of rank `rank`), as tract declutters ONNX's ReLU6.
-fn add_relu6(model: &mut TypedModel, mut wire: OutletId, rank: usize, name: &str) -> OutletId {
-    for (op, bound) in [("max", 0.0f32), ("min", 6.0)] {
-        let bound = Tensor::from_shape(&vec![1; rank], &[bound]).unwrap();
-        let bound = model.add_const(format!("{name}.{op}.bound"), bound).unwrap();
-        let math_op = if op == "max" { math::max() } else { math::min() };
-        wire = model.wire_node(format!("{name}.{op}"), math_op, &[wire, bound]).unwrap()[0];
-    }
-    wire
-}
 
 #[test]
 fn a_1x1_convolution_its_bias_and_relu6_become_one_op() {
@@ -210,7 +199,7 @@ fn products_that_switch_between_channel_first_and_channel_last_match_tract() {
         let bias =
             model.add_const("bias", Tensor::from_shape(bias_shape, &values(cout, 5)).unwrap()).unwrap();
         let sum = model.wire_node("add_bias", math::add(), &[product, bias]).unwrap()[0];
-        let y = add_relu6(&mut model, sum, input.len(), "relu6");
+        let y = add_clip(&mut model, sum, input.len(), &RELU6, "relu6");
         model.select_output_outlets(&[y]).unwrap();
         for threads in [1, 3] {
             let executor = if threads > 1 { Executor::multithread(threads) } else { Executor::SingleThread };

@@ -53,6 +53,28 @@ pub(super) fn rewritten_agrees(model: &TypedModel, input_shape: &[usize], tolera
     ours
 }
 
+/// MobileNet's ReLU6 as tract declutters it: Max 0, then Min 6.
+pub(super) const RELU6: [(&str, f32); 2] = [("Max", 0.0), ("Min", 6.0)];
+
+/// Each of `steps` (Max or Min against a constant) after `wire` in turn, as nodes `{name}{i}`;
+/// the bounds have rank `rank`, as typed binary ops broadcast between tensors of one rank (as
+/// decluttered ONNX has them).
+pub(super) fn add_clip(
+    model: &mut TypedModel,
+    mut wire: OutletId,
+    rank: usize,
+    steps: &[(&str, f32)],
+    name: &str,
+) -> OutletId {
+    for (i, &(op, bound)) in steps.iter().enumerate() {
+        let bound = Tensor::from_shape(&vec![1; rank], &[bound]).unwrap();
+        let bound = model.add_const(format!("{name}{i}.bound"), bound).unwrap();
+        let op = if op == "Max" { math::max() } else { math::min() };
+        wire = model.wire_node(format!("{name}{i}"), op, &[wire, bound]).unwrap()[0];
+    }
+    wire
+}
+
 struct Depthwise {
     format: DataFormat,
     input: Vec<usize>,
@@ -91,13 +113,8 @@ impl Depthwise {
             KernelFormat::OHWI => vec![1, kh, kw, c],
         };
         let mut model = TypedModel::default();
-        let mut x = model.add_source("x", f32::fact(&self.input)).unwrap();
-        for (i, &(op, bound)) in before.iter().enumerate() {
-            let bound = Tensor::from_shape(&vec![1; self.input.len()], &[bound]).unwrap();
-            let bound = model.add_const(format!("before.bound{i}"), bound).unwrap();
-            let op = if op == "Max" { math::max() } else { math::min() };
-            x = model.wire_node(format!("before{i}"), op, &[x, bound]).unwrap()[0];
-        }
+        let x = model.add_source("x", f32::fact(&self.input)).unwrap();
+        let x = add_clip(&mut model, x, self.input.len(), before, "before");
         let kernel = Tensor::from_shape(&kernel_shape, &values(c * kh * kw, 3)).unwrap();
         let kernel = model.add_const("kernel", kernel).unwrap();
         let bias = model.add_const("bias", Tensor::from_shape(&[c], &values(c, 5)).unwrap()).unwrap();
@@ -115,14 +132,8 @@ impl Depthwise {
             group: c,
             q_params: None,
         };
-        let mut wire = model.wire_node("conv", conv, &[x, kernel, bias]).unwrap()[0];
-        for (i, &(op, bound)) in after.iter().enumerate() {
-            // Typed binary ops broadcast between tensors of one rank, as decluttered ONNX has them.
-            let bound = Tensor::from_shape(&vec![1; self.input.len()], &[bound]).unwrap();
-            let bound = model.add_const(format!("bound{i}"), bound).unwrap();
-            let op = if op == "Max" { math::max() } else { math::min() };
-            wire = model.wire_node(format!("clip{i}"), op, &[wire, bound]).unwrap()[0];
-        }
+        let wire = model.wire_node("conv", conv, &[x, kernel, bias]).unwrap()[0];
+        let wire = add_clip(&mut model, wire, self.input.len(), after, "clip");
         let mut outputs = vec![wire];
         for name in extra_outputs {
             outputs.push(OutletId::new(model.node_by_name(name).unwrap().id, 0));
@@ -147,7 +158,7 @@ fn mobilenet_like() -> Depthwise {
 #[test]
 fn a_depthwise_conv_and_its_relu6_become_one_op() {
     let conv = mobilenet_like();
-    let ours = rewritten_agrees(&conv.model(&[("Max", 0.0), ("Min", 6.0)], &[]), &conv.input, 1e-5);
+    let ours = rewritten_agrees(&conv.model(&RELU6, &[]), &conv.input, 1e-5);
     assert_eq!(count(&ours, "EdgertDepthwiseConv"), 1, "{:?}", op_names(&ours));
     assert_eq!(count(&ours, "Max") + count(&ours, "Min") + count(&ours, "Conv"), 0, "{:?}", op_names(&ours));
 }
@@ -193,14 +204,13 @@ fn strides_dilations_uneven_padding_and_other_layouts_match_tract() {
 #[test]
 fn a_relu6_before_a_depthwise_conv_is_folded_into_it() {
     let conv = mobilenet_like();
-    let relu6 = [("Max", 0.0), ("Min", 6.0)];
     // The inputs reach ±2: the clip changes some.
     let ours =
-        rewritten_agrees(&conv.clipped_model(&[("Max", 0.5), ("Min", 1.0)], &relu6, &[]), &conv.input, 1e-5);
+        rewritten_agrees(&conv.clipped_model(&[("Max", 0.5), ("Min", 1.0)], &RELU6, &[]), &conv.input, 1e-5);
     assert_eq!(op_names(&ours), ["Source", "EdgertDepthwiseConv"]);
     // Strided, so the clip is applied on the padded row before it is dealt out to the phases.
     let strided = Depthwise { strides: [2, 3], ..mobilenet_like() };
-    let ours = rewritten_agrees(&strided.clipped_model(&relu6, &[], &[]), &strided.input, 1e-5);
+    let ours = rewritten_agrees(&strided.clipped_model(&RELU6, &[], &[]), &strided.input, 1e-5);
     assert_eq!(op_names(&ours), ["Source", "EdgertDepthwiseConv"]);
 }
 
@@ -208,7 +218,7 @@ fn a_relu6_before_a_depthwise_conv_is_folded_into_it() {
 fn a_clip_is_not_folded_where_something_else_reads_the_values_before_it() {
     let conv = mobilenet_like();
     // The convolution's own output is also a model output: the Max must stay.
-    let ours = rewritten_agrees(&conv.model(&[("Max", 0.0), ("Min", 6.0)], &["conv"]), &conv.input, 1e-5);
+    let ours = rewritten_agrees(&conv.model(&RELU6, &["conv"]), &conv.input, 1e-5);
     assert_eq!(count(&ours, "EdgertDepthwiseConv"), 1);
     assert_eq!(count(&ours, "Max"), 1, "{:?}", op_names(&ours));
     // Min then Max is the same clip, folded too; bounds that cross (a Max above the Min) are not
@@ -269,12 +279,7 @@ fn clipped_quantize_model(
     let mut model = TypedModel::default();
     let mut x = model.add_source("x", f32::fact([4, 300])).unwrap();
     if clip {
-        for (name, bound) in [("max", 0.0f32), ("min", 6.0)] {
-            let bound =
-                model.add_const(format!("{name}.bound"), Tensor::from_shape(&[1, 1], &[bound]).unwrap());
-            let op = if name == "max" { math::max() } else { math::min() };
-            x = model.wire_node(name, op, &[x, bound.unwrap()]).unwrap()[0];
-        }
+        x = add_clip(&mut model, x, 2, &RELU6, "relu6");
     }
     let q = if unsigned {
         quantize_linear_u8(scale.recip(), zero_point as u8)
@@ -315,7 +320,8 @@ fn a_relu6_before_a_quantize_dequantize_pair_is_folded_into_it() {
     assert_eq!(op_names(&ours), ["Source", "EdgertFakeQuantize"]);
     // Read by something else as well, the clipped values stay tract's to make.
     let mut model = clipped_quantize_model(true, false, 0, 1, false);
-    let min = OutletId::new(model.node_by_name("min").unwrap().id, 0);
+    // The clip's second step, its Min.
+    let min = OutletId::new(model.node_by_name("relu61").unwrap().id, 0);
     let outputs = [model.output_outlets().unwrap().to_vec(), vec![min]].concat();
     model.select_output_outlets(&outputs).unwrap();
     let ours = rewritten_agrees(&model, &[4, 300], 0.0472);
