@@ -6,7 +6,7 @@
 //!
 //! VARIANT is `plain`, `edgert` (edgert's own operators, as the `cpu` backend runs) or the name of
 //! a tract model transform applied after decluttering (e.g. `conv_nhwc`); several may be joined
-//! with `+`. Default: `plain edgert`.
+//! with `+`. Default: `plain edgert`. `THREADS=N` runs on N threads; `BY_NODE=1` lists each node.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -38,6 +38,11 @@ fn plan(path: &str, variant: &str) -> TractResult<Plan> {
     typed.into_optimized()?.into_runnable_with_options(&RunOptions { executor, ..Default::default() })
 }
 
+/// BY_NODE=1 times each node on its own, not each operator kind.
+fn by_node() -> bool {
+    std::env::var_os("BY_NODE").is_some_and(|v| v == "1")
+}
+
 /// One run, each node's time added to `per_op` under its operator's name.
 fn profiled_run(
     state: &mut TypedSimpleState,
@@ -47,7 +52,11 @@ fn profiled_run(
     state.run_plan_with_eval(tvec!(input.clone().into_tvalue()), |ctx, op_state, node, inputs| {
         let clock = Instant::now();
         let out = eval(ctx, op_state, node, inputs);
-        *per_op.entry(node.op().name().to_string()).or_default() += clock.elapsed();
+        let key = match by_node() {
+            true => format!("{} {}", node.op().name(), node.name),
+            false => node.op().name().to_string(),
+        };
+        *per_op.entry(key).or_default() += clock.elapsed();
         out
     })?;
     Ok(())

@@ -226,7 +226,7 @@ fn edgert_cpu_kernels_picks_whose_operators_cpu_runs_and_reports_say_which() {
         report["backend"]["version"].as_str().unwrap().to_string()
     };
     let (ours, tracts) = (version("edgert"), version("tract"));
-    assert!(ours.contains("edgert's depthwise, 1×1 and fake-quantize kernels"), "{ours}");
+    assert!(ours.contains("edgert's convolution and fake-quantize kernels"), "{ours}");
     assert!(tracts.starts_with("tract-onnx") && !tracts.contains("edgert"), "{tracts}");
     // Asked for by name, or reached by `gpu-or-cpu` falling back: the same one line, exit 1.
     let fallback = [&args[..], &["--backend", "gpu-or-cpu"]].concat();

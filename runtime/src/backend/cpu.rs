@@ -23,7 +23,7 @@ impl Backend for CpuBackend {
     fn version(&self) -> Option<String> {
         let tract = concat!("tract-onnx ", env!("EDGERT_TRACT_VERSION"));
         Some(match edgert_kernels() {
-            Ok(true) => format!("{tract}, edgert's depthwise, 1×1 and fake-quantize kernels"),
+            Ok(true) => format!("{tract}, edgert's convolution and fake-quantize kernels"),
             _ => tract.into(),
         })
     }

@@ -134,6 +134,66 @@ impl TypedOp for DepthwiseConv {
     as_op!();
 }
 
+/// What edgert's convolutions read of a `Conv`.
+pub struct ConvParts<'a> {
+    pub geometry: PlaneGeometry,
+    pub batch: usize,
+    pub output_shape: &'a [usize],
+    pub kernel: &'a Arc<Tensor>,
+    pub bias: &'a Arc<Tensor>,
+}
+
+/// The parts of an f32 2-D channel-first `Conv` with concrete shapes and a constant f32 kernel
+/// and bias; None for any other.
+pub fn conv_parts<'a>(
+    model: &'a TypedModel,
+    node: &'a TypedNode,
+    conv: &Conv,
+) -> TractResult<Option<ConvParts<'a>>> {
+    let spec = &conv.pool_spec;
+    rule_if!(conv.q_params.is_none() && node.inputs.len() == 3 && !spec.data_format.c_is_last());
+    rule_if!(spec.rank() == 2);
+    let facts = model.node_input_facts(node.id)?;
+    rule_if!(facts[0].datum_type == f32::datum_type());
+    rule_if_some!(input_shape = facts[0].shape.as_concrete());
+    rule_if_some!(kernel = facts[1].konst.as_ref());
+    rule_if_some!(bias = facts[2].konst.as_ref());
+    rule_if!(kernel.datum_type() == f32::datum_type() && bias.datum_type() == f32::datum_type());
+    rule_if_some!(output_shape = model.outlet_fact(node.id.into())?.shape.as_concrete());
+
+    let shape = spec.data_format.shape(input_shape)?;
+    let hw = shape.hw_dims();
+    let padding = spec.computed_padding(hw);
+    let geometry = PlaneGeometry {
+        input: [hw[0], hw[1]],
+        output: [padding[0].convoluted, padding[1].convoluted],
+        kernel: [spec.kernel_shape[0], spec.kernel_shape[1]],
+        stride: [spec.stride(0), spec.stride(1)],
+        dilation: [spec.dilation(0), spec.dilation(1)],
+        pad_before: [padding[0].pad_before, padding[1].pad_before],
+    };
+    // Empty planes or kernels, and a stride or dilation of 0, are left to tract's checks.
+    let sizes = [geometry.input, geometry.output, geometry.kernel, geometry.stride, geometry.dilation];
+    rule_if!(sizes.iter().flatten().all(|&d| d > 0));
+    let batch = *shape.n().unwrap_or(&1);
+    rule_if!(
+        output_shape.iter().product::<usize>()
+            == batch * conv.output_channels() * geometry.output.iter().product::<usize>()
+    );
+    Ok(Some(ConvParts { geometry, batch, output_shape, kernel, bias }))
+}
+
+/// One bias value per channel from a bias of one value or one per channel; None otherwise.
+pub fn bias_per_channel(bias: &Tensor, channels: usize) -> TractResult<Option<Vec<f32>>> {
+    let bias = bias.try_as_plain_ram()?;
+    let bias = bias.as_slice::<f32>()?;
+    Ok(match bias.len() {
+        1 => Some(vec![bias[0]; channels]),
+        n if n == channels => Some(bias.to_vec()),
+        _ => None,
+    })
+}
+
 /// Replaces a depthwise `Conv` the kernel handles, and the Max and Min of a ReLU or ReLU6 right
 /// after it, by one `DepthwiseConv`; leaves any other convolution to tract.
 pub fn rule(
@@ -143,40 +203,10 @@ pub fn rule(
     name: &str,
     conv: &Conv,
 ) -> TractResult<Option<TypedModelPatch>> {
-    let spec = &conv.pool_spec;
-    rule_if!(conv.q_params.is_none() && node.inputs.len() == 3 && !spec.data_format.c_is_last());
     rule_if!(conv.group > 1 && conv.group == conv.input_channels() && conv.group == conv.output_channels());
-    rule_if!(spec.rank() == 2);
-    let facts = model.node_input_facts(node.id)?;
-    rule_if!(facts[0].datum_type == f32::datum_type());
-    rule_if_some!(input_shape = facts[0].shape.as_concrete());
-    rule_if_some!(kernel = facts[1].konst.as_ref());
-    rule_if_some!(bias = facts[2].konst.as_ref());
-    rule_if!(kernel.datum_type() == f32::datum_type() && bias.datum_type() == f32::datum_type());
-    let output_fact = model.outlet_fact(node.id.into())?;
-    rule_if_some!(output_shape = output_fact.shape.as_concrete());
-
-    let shape = spec.data_format.shape(input_shape)?;
-    let hw = shape.hw_dims();
-    let padding = spec.computed_padding(hw);
+    rule_if_some!(ConvParts { geometry, output_shape, kernel, bias, .. } = conv_parts(model, node, conv)?);
     let channels = conv.group;
-    let [kh, kw] = [spec.kernel_shape[0], spec.kernel_shape[1]];
-    let geometry = PlaneGeometry {
-        input: [hw[0], hw[1]],
-        output: [padding[0].convoluted, padding[1].convoluted],
-        kernel: [kh, kw],
-        stride: [spec.stride(0), spec.stride(1)],
-        dilation: [spec.dilation(0), spec.dilation(1)],
-        pad_before: [padding[0].pad_before, padding[1].pad_before],
-    };
-    // Empty planes or kernels, and a stride or dilation of 0, are left to tract's checks.
-    let sizes = [geometry.input, geometry.output, geometry.kernel, geometry.stride, geometry.dilation];
-    rule_if!(sizes.iter().flatten().all(|&d| d > 0));
-    rule_if!(
-        output_shape.iter().product::<usize>()
-            == shape.n().unwrap_or(&1) * channels * geometry.output.iter().product::<usize>()
-    );
-
+    let [kh, kw] = geometry.kernel;
     let taps = kh * kw;
     // With groups, tract's I is every input channel in HWIO and OHWI and one group's in OIHW, and
     // its O one group's in HWIO and OHWI: OIHW is channel-major, the other two tap-major.
@@ -193,13 +223,7 @@ pub fn rule(
     } else {
         weights.to_vec()
     };
-    let bias = bias.try_as_plain_ram()?;
-    let bias = bias.as_slice::<f32>()?;
-    let bias = match bias.len() {
-        1 => vec![bias[0]; channels],
-        n if n == channels => bias.to_vec(),
-        _ => return Ok(None),
-    };
+    rule_if_some!(bias = bias_per_channel(bias, channels)?);
 
     let (input_clip, input) = clip::before(model, node)?;
     let (clip, last) = clip::after(model, node)?;

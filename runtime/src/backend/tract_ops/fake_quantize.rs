@@ -66,16 +66,21 @@ impl FakeQuantize {
 
     #[inline(always)]
     fn apply_with(&self, values: &mut [f32]) {
-        // Adding then taking away 1.5 × 2^23 rounds to the nearest integer, ties to even, for
-        // |v| < 2^22: here |v| <= 255 once saturated. Saturating before rounding is the same, the
-        // bounds being integers. A NaN saturates to the low bound.
-        const ROUND: f32 = 12_582_912.0;
-        let FakeQuantize { clip: (below, above), scale, lo, hi } = *self;
+        // Saturating before rounding is the same as after, the bounds being integers. A NaN
+        // saturates to the low bound.
+        let FakeQuantize { clip, scale, lo, hi } = *self;
         for x in values {
-            let v = (x.max(below).min(above) / scale).max(lo).min(hi);
-            *x = ((v + ROUND) - ROUND) * scale;
+            *x = round(clip::clamp(clip::clamp(*x, clip) / scale, (lo, hi))) * scale;
         }
     }
+}
+
+/// The nearest integer, ties to even, for |v| < 2^22 (here |v| <= 255): adding then taking away
+/// 1.5 × 2^23 leaves it rounded.
+#[inline(always)]
+fn round(v: f32) -> f32 {
+    const ROUND: f32 = 12_582_912.0;
+    (v + ROUND) - ROUND
 }
 
 impl Op for FakeQuantize {
@@ -230,13 +235,36 @@ mod tests {
             [(0.047244094, 0, (-128, 127)), (0.02, -5, (-128, 127)), (0.1, 128, (0, 255)), (1.0, 3, (0, 255))]
         {
             let op = FakeQuantize::new(clip::NONE, scale, zero_point, range);
-            // Every half step (the ties) and beyond the range on both sides.
-            let mut values: Vec<f32> = (-700..=700).map(|i| i as f32 * scale / 2.0).collect();
+            // Every half step (the ties), the values a few ulps either side, and beyond the range.
+            let half_steps = (-700..=700).map(|i| i as f32 * scale / 2.0);
+            let mut values: Vec<f32> = half_steps
+                .flat_map(|x| (-3..=3).map(move |ulps| f32::from_bits(x.to_bits().wrapping_add_signed(ulps))))
+                .filter(|x| !x.is_nan()) // below 0.0's bits
+                .collect();
             values.extend([f32::INFINITY, f32::NEG_INFINITY, 1e30, -1e30, 0.0, -0.0]);
             for (build, got) in every_build(&op, &values) {
                 for (x, got) in values.iter().zip(got) {
                     let expected = reference(*x, scale, zero_point, range).to_bits();
                     assert_eq!(got.to_bits(), expected, "{build}: x = {x}, scale {scale}");
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// Any value, scale and zero point, with and without a ReLU6 before.
+        #[test]
+        fn matches_on_any_values(
+            scale in 1e-6f32..10.0,
+            zero_point in -128i32..=127,
+            clip in proptest::sample::select(vec![clip::NONE, (0.0, 6.0)]),
+            values in proptest::collection::vec(-3000f32..3000.0, 1..100),
+        ) {
+            let op = FakeQuantize::new(clip, scale, zero_point, (-128, 127));
+            for (build, got) in every_build(&op, &values) {
+                for (x, got) in values.iter().zip(got) {
+                    let expected = reference(x.max(clip.0).min(clip.1), scale, zero_point, (-128, 127));
+                    proptest::prop_assert_eq!(got.to_bits(), expected.to_bits(), "{}: x = {}", build, x);
                 }
             }
         }

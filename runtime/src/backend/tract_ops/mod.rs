@@ -1,11 +1,13 @@
 //! edgert's own tract operators for the `cpu` backend, where tract's are slow on the models edge
 //! users run: depthwise convolutions (MobileNet's half of the time), 1×1 convolutions (a matrix
-//! product each) and the QuantizeLinear → DequantizeLinear pairs of INT8 QDQ models, each with the
-//! ReLU or ReLU6 next to it folded in.
+//! product each), dense convolutions with a shallow product (a network's first) and the
+//! QuantizeLinear → DequantizeLinear pairs of INT8 QDQ models, each with the ReLU or ReLU6 next
+//! to it folded in.
 //! `rewrite` swaps them into a decluttered model before tract optimizes it; anything they do not
 //! cover stays tract's.
 
 mod clip;
+mod conv;
 mod depthwise;
 mod depthwise_kernel;
 mod fake_quantize;
@@ -25,6 +27,7 @@ use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
     Rewriter::<()>::default()
         .with_rule_for::<Conv>("edgert-depthwise", depthwise::rule)
+        .with_rule_for::<Conv>("edgert-conv", conv::rule)
         .with_rule_for::<EinSum>("edgert-pointwise", pointwise::rule)
         .with_rule_for::<ElementWiseOp>("edgert-fake-quantize", fake_quantize::rule)
         .with_rule_for::<fake_quantize::FakeQuantize>(

@@ -175,6 +175,31 @@ impl EvalOp for PointwiseConv {
 }
 
 impl PointwiseConv {
+    /// `weights` (output channels × `in_channels`, row-major) over channel-first blocks of
+    /// `positions`, writing `output_shape`.
+    pub fn channel_first(
+        blocks: usize,
+        positions: usize,
+        in_channels: usize,
+        weights: Vec<f32>,
+        bias: Vec<f32>,
+        clip: (f32, f32),
+        output_shape: &[usize],
+    ) -> PointwiseConv {
+        PointwiseConv {
+            blocks,
+            positions,
+            data_channel_last: false,
+            output_channel_last: false,
+            in_channels,
+            weights,
+            bias,
+            clip,
+            quantize: vec![],
+            output_shape: output_shape.into(),
+        }
+    }
+
     /// This convolution with `quantize` as its last step.
     pub fn then_quantized(&self, quantize: &FakeQuantize) -> PointwiseConv {
         let mut op = self.clone();
@@ -187,7 +212,7 @@ impl PointwiseConv {
     fn finish(&self, row: &mut [f32], bias: impl Fn(usize) -> f32) {
         let (lo, hi) = self.clip;
         for (i, v) in row.iter_mut().enumerate() {
-            *v = (*v + bias(i)).max(lo).min(hi);
+            *v = clip::clamp(*v + bias(i), (lo, hi));
         }
         for quantize in &self.quantize {
             quantize.apply(row);

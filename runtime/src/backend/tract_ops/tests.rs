@@ -229,32 +229,73 @@ fn a_clip_is_not_folded_where_something_else_reads_the_values_before_it() {
     assert_eq!(count(&ours, "Min"), 1, "{:?}", op_names(&ours));
 }
 
-#[test]
-fn a_plain_convolution_is_left_to_tract() {
+/// Source (`input`, NCHW or NHWC) → a dense Conv of `out_channels` with OIHW weights, then
+/// each of `after` (Max or Min against a constant).
+fn dense_conv(
+    format: DataFormat,
+    input: &[usize],
+    out_channels: usize,
+    kernel: [usize; 2],
+    strides: [usize; 2],
+    padding: PaddingSpec,
+    after: &[(&str, f32)],
+) -> TypedModel {
+    let c = input[format.shape(input).unwrap().c_axis()];
     let mut model = TypedModel::default();
-    let x = model.add_source("x", f32::fact([1, 2, 6, 6])).unwrap();
-    let kernel =
-        model.add_const("kernel", Tensor::from_shape(&[3, 2, 3, 3], &values(54, 3)).unwrap()).unwrap();
-    let bias = model.add_const("bias", Tensor::from_shape(&[3], &values(3, 5)).unwrap()).unwrap();
+    let x = model.add_source("x", f32::fact(input)).unwrap();
+    let taps = kernel[0] * kernel[1];
+    let weights =
+        Tensor::from_shape(&[out_channels, c, kernel[0], kernel[1]], &values(out_channels * c * taps, 3));
+    let weights = model.add_const("kernel", weights.unwrap()).unwrap();
+    let bias = Tensor::from_shape(&[out_channels], &values(out_channels, 5)).unwrap();
+    let bias = model.add_const("bias", bias).unwrap();
     let conv = Conv {
         pool_spec: PoolSpec {
-            data_format: DataFormat::NCHW,
-            kernel_shape: tvec!(3, 3),
-            padding: PaddingSpec::Valid,
+            data_format: format,
+            kernel_shape: kernel[..].into(),
+            padding,
             dilations: None,
-            strides: None,
-            input_channels: 2,
-            output_channels: 3,
+            strides: Some(strides[..].into()),
+            input_channels: c,
+            output_channels: out_channels,
         },
         kernel_fmt: KernelFormat::OIHW,
         group: 1,
         q_params: None,
     };
-    let y = model.wire_node("conv", conv, &[x, kernel, bias]).unwrap();
-    model.select_output_outlets(&y).unwrap();
-    let mut ours = model.clone();
-    rewrite(&mut ours).unwrap();
-    assert_eq!(op_names(&ours), op_names(&model));
+    let wire = model.wire_node("conv", conv, &[x, weights, bias]).unwrap()[0];
+    let wire = add_clip(&mut model, wire, input.len(), after, "clip");
+    model.select_output_outlets(&[wire]).unwrap();
+    model
+}
+
+#[test]
+fn a_shallow_dense_convolution_and_its_relu6_become_im2col_and_a_product() {
+    let same = |p: usize| PaddingSpec::Explicit(tvec!(p, p), tvec!(p, p));
+    // MobileNet's first convolution, smaller; no padding; uneven padding, two images, 5 × 3.
+    let cases = [
+        ([1, 3, 17, 19], 8, [3, 3], [2, 2], same(1)),
+        ([1, 2, 6, 6], 3, [3, 3], [1, 1], PaddingSpec::Valid),
+        ([2, 4, 9, 11], 5, [5, 3], [1, 2], PaddingSpec::Explicit(tvec!(2, 0), tvec!(1, 2))),
+    ];
+    for (input, out_channels, kernel, strides, padding) in cases {
+        let model = dense_conv(DataFormat::NCHW, &input, out_channels, kernel, strides, padding, &RELU6);
+        let ours = rewritten_agrees(&model, &input, 1e-5);
+        assert_eq!(op_names(&ours), ["Source", "EdgertIm2col", "EdgertPointwiseConv"], "{input:?}");
+    }
+}
+
+#[test]
+fn a_deep_or_channel_last_dense_convolution_is_left_to_tract() {
+    let same = PaddingSpec::Explicit(tvec!(1, 1), tvec!(1, 1));
+    // 8 channels × 3 × 3 taps: a product deeper than 64.
+    let deep = dense_conv(DataFormat::NCHW, &[1, 8, 6, 6], 4, [3, 3], [1, 1], same.clone(), &[]);
+    let channel_last = dense_conv(DataFormat::NHWC, &[1, 6, 6, 3], 4, [3, 3], [1, 1], same, &[]);
+    for model in [deep, channel_last] {
+        let mut ours = model.clone();
+        rewrite(&mut ours).unwrap();
+        assert_eq!(op_names(&ours), op_names(&model));
+    }
 }
 
 /// Source → (`clip`: Max 0, Min 6) → QuantizeLinear (i8 or u8) read by `readers`
@@ -389,9 +430,20 @@ fn assert_takes_every_channel_first_depthwise_conv(plain: &TypedModel, ours: &Ty
     assert!(taken >= 1);
 }
 
-/// MobileNetV2's 34 1×1 convolutions and its classifier: every matrix product with a constant.
-fn assert_takes_every_matrix_product(ours: &TypedModel) {
-    assert_eq!(count(ours, "EdgertPointwiseConv"), 35, "{:?}", op_names(ours));
+/// MobileNetV2's 34 1×1 convolutions and its classifier, every matrix product with a constant,
+/// and its first convolution (3 × 3 over 3 channels) where tract leaves that channel-first.
+fn assert_takes_every_matrix_product(plain: &TypedModel, ours: &TypedModel) {
+    let first = |model: &TypedModel| {
+        let convs = model.nodes().iter().filter_map(|n| n.op_as::<Conv>());
+        convs.filter(|c| c.group == 1 && !c.pool_spec.data_format.c_is_last()).count()
+    };
+    let taken = count(ours, "EdgertIm2col");
+    assert_eq!(taken, first(plain), "{:?}", op_names(ours));
+    assert_eq!(first(ours), 0, "{:?}", op_names(ours));
+    if cfg!(target_arch = "x86_64") {
+        assert_eq!(taken, 1);
+    }
+    assert_eq!(count(ours, "EdgertPointwiseConv"), 35 + taken, "{:?}", op_names(ours));
     assert_eq!(count(ours, "EinSum"), 0, "{:?}", op_names(ours));
 }
 
@@ -403,7 +455,7 @@ fn top1(values: &[f32]) -> usize {
 fn mobilenet_v2_runs_its_depthwise_and_1x1_convolutions_on_edgert_kernels_with_tracts_results() {
     let (plain, ours, pipeline) = shipped("mobilenetv2_fp32");
     assert_takes_every_channel_first_depthwise_conv(&plain, &ours);
-    assert_takes_every_matrix_product(&ours);
+    assert_takes_every_matrix_product(&plain, &ours);
     for name in PHOTOS {
         let input = photo(&pipeline, name);
         let (tract, ours) = (run(&plain, &input).remove(0), run(&ours, &input).remove(0));
@@ -424,7 +476,7 @@ fn mobilenet_v2_runs_its_depthwise_and_1x1_convolutions_on_edgert_kernels_with_t
 fn mobilenet_v2_int8_qdq_runs_its_quantize_dequantize_pairs_as_fake_quantize_as_accurately_as_tract() {
     let (plain, ours, pipeline) = shipped("mobilenetv2_int8_qdq");
     assert_takes_every_channel_first_depthwise_conv(&plain, &ours);
-    assert_takes_every_matrix_product(&ours);
+    assert_takes_every_matrix_product(&plain, &ours);
     // Every activation's pair but the head's, which tract made a lookup table of (QuantizeLinear,
     // LookupTable, DequantizeLinear: its own integer path), is edgert's: folded into the
     // convolution before it where that is edgert's and read by nothing else, or on its own.
