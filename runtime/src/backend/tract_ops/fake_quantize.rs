@@ -19,7 +19,7 @@ pub struct FakeQuantize {
     /// Bounds of a folded ReLU or ReLU6, applied first; infinite without one.
     clip: (f32, f32),
     scale: f32,
-    /// The integer range less the zero point, as floats: where `x / scale` saturates.
+    /// Where `x / scale` saturates: the integer range less the zero point, narrowed by the clip.
     lo: f32,
     hi: f32,
 }
@@ -28,7 +28,11 @@ impl Eq for FakeQuantize {}
 
 impl FakeQuantize {
     pub fn new(clip: (f32, f32), scale: f32, zero_point: i32, range: (i32, i32)) -> FakeQuantize {
-        FakeQuantize { clip, scale, lo: (range.0 - zero_point) as f32, hi: (range.1 - zero_point) as f32 }
+        let range = ((range.0 - zero_point) as f32, (range.1 - zero_point) as f32);
+        // Dividing by a positive scale, rounded, is monotonic: clipping `x` to [a, b] then
+        // saturating `x / scale` is saturating it to [a / scale, b / scale] within the range.
+        let bound = |c: f32| clip::clamp(c / scale, range);
+        FakeQuantize { clip, scale, lo: bound(clip.0), hi: bound(clip.1) }
     }
 
     /// Quantizes and dequantizes `values` in place, on the widest vectors the CPU has: the
@@ -66,11 +70,10 @@ impl FakeQuantize {
 
     #[inline(always)]
     fn apply_with(&self, values: &mut [f32]) {
-        // Saturating before rounding is the same as after, the bounds being integers. A NaN
-        // saturates to the low bound.
-        let FakeQuantize { clip, scale, lo, hi } = *self;
+        // The clip is in `lo` and `hi`; a NaN saturates to the low bound.
+        let FakeQuantize { scale, lo, hi, .. } = *self;
         for x in values {
-            *x = round(clip::clamp(clip::clamp(*x, clip) / scale, (lo, hi))) * scale;
+            *x = round(clip::clamp(*x / scale, (lo, hi))) * scale;
         }
     }
 }
@@ -90,7 +93,7 @@ impl Op for FakeQuantize {
 
     fn info(&self) -> TractResult<Vec<String>> {
         Ok(vec![format!(
-            "clip {:?}, scale {}, range {}..={} around the zero point",
+            "clip {:?}, scale {}, saturating at {}..={} around the zero point",
             self.clip, self.scale, self.lo, self.hi
         )])
     }
