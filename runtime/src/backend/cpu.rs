@@ -50,9 +50,13 @@ impl Backend for CpuBackend {
         }
         typed.optimize().map_err(|e| invalid(path, "optimization", e))?;
         let executor = if options.threads > 1 { Some(Executor::multithread(options.threads)) } else { None };
+        let pool = match &executor {
+            Some(Executor::MultiThread(pool)) => Some(pool.clone()),
+            _ => None,
+        };
         let run_options = RunOptions { executor, ..Default::default() };
         let plan = typed.into_runnable_with_options(&run_options).map_err(|e| invalid(path, "plan", e))?;
-        Ok(Box::new(TractPrepared::new(Box::new(plan), input, outputs, model)))
+        Ok(Box::new(TractPrepared::new(Box::new(plan), input, outputs, model).on_pool(pool)))
     }
 }
 

@@ -2,7 +2,9 @@
 //! its input and output specs, and a tract plan as `Prepared` and `Session`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use rayon::ThreadPool;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::runtime::{Runnable, State};
 use tract_onnx::tract_hir::internal::DimLike;
@@ -82,12 +84,22 @@ pub struct TractPrepared {
     outputs: Vec<TensorSpec>,
     dtype: InputDtype,
     path: PathBuf,
+    pool: Option<Arc<ThreadPool>>,
 }
 
 impl TractPrepared {
     pub fn new(plan: Box<dyn Runnable>, input: TensorSpec, outputs: Vec<TensorSpec>, model: &Model) -> Self {
         let (dtype, path) = (model.manifest.input.dtype, model.onnx_path.clone());
-        TractPrepared { plan, inputs: vec![input], outputs, dtype, path }
+        TractPrepared { plan, inputs: vec![input], outputs, dtype, path, pool: None }
+    }
+
+    /// Runs each inference on one of `pool`'s threads, the pool the plan splits its operators
+    /// over (`--threads`): that thread then takes its share of each split, so as many threads
+    /// work as were asked for. Run from the caller's thread, the plan kept one more thread
+    /// awake than that, and on a machine with no spare core the pool's waiting threads took
+    /// turns with it (benches/RESULTS.md).
+    pub fn on_pool(self, pool: Option<Arc<ThreadPool>>) -> Self {
+        TractPrepared { pool, ..self }
     }
 }
 
@@ -107,7 +119,8 @@ impl Prepared for TractPrepared {
     fn spawn(&self) -> Result<Box<dyn Session>> {
         let state = self.plan.spawn().map_err(|e| failed(&self.path, e))?;
         let expected = self.inputs[0].shape.iter().map(|d| d.unwrap_or(0)).collect();
-        Ok(Box::new(TractSession { state, expected, dtype: self.dtype, path: self.path.clone() }))
+        let (dtype, path, pool) = (self.dtype, self.path.clone(), self.pool.clone());
+        Ok(Box::new(TractSession { state, expected, dtype, path, pool }))
     }
 }
 
@@ -116,6 +129,7 @@ struct TractSession {
     expected: Vec<usize>,
     dtype: InputDtype,
     path: PathBuf,
+    pool: Option<Arc<ThreadPool>>,
 }
 
 impl Session for TractSession {
@@ -135,7 +149,13 @@ impl Session for TractSession {
             InputDtype::U8 => Tensor::from_shape(input.shape, &input.values.to::<u8>()),
         }
         .map_err(failed)?;
-        let outputs = self.state.run(tvec!(tensor.into_tvalue())).map_err(failed)?;
+        let state = &mut self.state;
+        let run = move || state.run(tvec!(tensor.into_tvalue()));
+        let outputs = match &self.pool {
+            Some(pool) => pool.install(run),
+            None => run(),
+        }
+        .map_err(failed)?;
         outputs
             .iter()
             .map(|value| {

@@ -204,9 +204,8 @@ fn copy_clipped(src: &[f32], clip: (f32, f32), dst: &mut [f32]) {
     }
 }
 
-/// `dst.copy_from_slice(src)`, inline for the short rows of small planes: a call to `memcpy` for
-/// each row of 7 to 64 values cost more than the convolution of the row (MobileNet's 14 × 14 and
-/// 7 × 7 planes).
+/// `dst.copy_from_slice(src)`, inline for rows of 4 to 64 values: on small planes (MobileNet's
+/// 14 × 14 and 7 × 7) a call to `memcpy` for each row cost more than the convolution of the row.
 #[inline(always)]
 fn copy_row(src: &[f32], dst: &mut [f32]) {
     match src.len() {
