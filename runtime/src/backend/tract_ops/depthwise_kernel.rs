@@ -205,7 +205,7 @@ fn copy_clipped(src: &[f32], clip: (f32, f32), dst: &mut [f32]) {
 }
 
 /// `dst.copy_from_slice(src)`, inline for rows of 4 to 64 values: on small planes (MobileNet's
-/// 14 × 14 and 7 × 7) a call to `memcpy` for each row cost more than the convolution of the row.
+/// 14 × 14 and 7 × 7) a call to `memcpy` for each row was a large share of a plane's work.
 #[inline(always)]
 fn copy_row(src: &[f32], dst: &mut [f32]) {
     match src.len() {
