@@ -38,25 +38,23 @@ fn plan(path: &str, variant: &str) -> TractResult<Plan> {
     typed.into_optimized()?.into_runnable_with_options(&RunOptions { executor, ..Default::default() })
 }
 
-/// BY_NODE=1 times each node on its own, not each operator kind.
-fn by_node() -> bool {
-    std::env::var_os("BY_NODE").is_some_and(|v| v == "1")
-}
-
-/// One run, each node's time added to `per_op` under its operator's name.
+/// One run, each node's time added to `per_op` under its operator's name, or under its operator's
+/// and its own with `by_node` (BY_NODE=1).
 fn profiled_run(
     state: &mut TypedSimpleState,
     input: &Tensor,
     per_op: &mut BTreeMap<String, Duration>,
+    by_node: bool,
 ) -> TractResult<()> {
     state.run_plan_with_eval(tvec!(input.clone().into_tvalue()), |ctx, op_state, node, inputs| {
         let clock = Instant::now();
         let out = eval(ctx, op_state, node, inputs);
-        let key = match by_node() {
+        let took = clock.elapsed();
+        let key = match by_node {
             true => format!("{} {}", node.op().name(), node.name),
             false => node.op().name().to_string(),
         };
-        *per_op.entry(key).or_default() += clock.elapsed();
+        *per_op.entry(key).or_default() += took;
         out
     })?;
     Ok(())
@@ -93,11 +91,12 @@ fn main() -> TractResult<()> {
         println!("{variant:<24} max abs difference from {}: {diff:.2e}", variants[0]);
     }
     let per_round = 20;
+    let by_node = std::env::var_os("BY_NODE").is_some_and(|v| v == "1");
     for _ in 0..rounds {
         for (_, state, _, times, per_op) in runs.iter_mut() {
             for _ in 0..per_round {
                 let clock = Instant::now();
-                profiled_run(state, &input, per_op)?;
+                profiled_run(state, &input, per_op, by_node)?;
                 times.push(clock.elapsed());
             }
         }
