@@ -26,7 +26,6 @@ const MAX_MATRIX: usize = 1 << 22;
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Im2col {
     geometry: PlaneGeometry,
-    channels: usize,
     output_shape: TVec<usize>,
     tap_offsets: Vec<usize>,
 }
@@ -37,7 +36,8 @@ impl Op for Im2col {
     }
 
     fn info(&self) -> TractResult<Vec<String>> {
-        Ok(vec![format!("{} channels, {:?}", self.channels, self.geometry)])
+        let channels = self.output_shape[1] / self.tap_offsets.len();
+        Ok(vec![format!("{channels} channels, {:?}", self.geometry)])
     }
 
     op_as_typed_op!();
@@ -103,8 +103,7 @@ pub fn rule(
 
     let (clip, last) = clip::after(model, node)?;
     let tap_offsets = geometry.tap_offsets();
-    let im2col =
-        Im2col { geometry, channels: cin, output_shape: tvec!(batch, depth, positions), tap_offsets };
+    let im2col = Im2col { geometry, output_shape: tvec!(batch, depth, positions), tap_offsets };
     let product = PointwiseConv::channel_first(batch, positions, depth, weights, bias, clip, output_shape);
     let mut patch = TypedModelPatch::default();
     let input = patch.tap_model(model, node.inputs[0])?;

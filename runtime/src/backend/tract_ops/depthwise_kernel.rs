@@ -189,17 +189,13 @@ impl PlaneGeometry {
 fn place_row(row: &[f32], left: usize, clip: (f32, f32), out: &mut [f32]) {
     let left = left.min(out.len());
     let n = row.len().min(out.len() - left);
-    copy_clipped(&row[..n], clip, &mut out[left..left + n]);
-}
-
-/// `src` clipped into `dst`; without a clip, a plain copy (`max` with -∞ would turn a NaN into
-/// -∞).
-fn copy_clipped(src: &[f32], clip: (f32, f32), dst: &mut [f32]) {
+    let (row, out) = (&row[..n], &mut out[left..left + n]);
+    // Without a clip, a plain copy: `max` with -∞ would turn a NaN into -∞.
     if clip == clip::NONE {
-        copy_row(src, dst);
+        copy_row(row, out);
     } else {
-        for (d, &v) in dst.iter_mut().zip(src) {
-            *d = clip::clamp(v, clip);
+        for (o, &v) in out.iter_mut().zip(row) {
+            *o = clip::clamp(v, clip);
         }
     }
 }

@@ -16,7 +16,8 @@ use super::pointwise::PointwiseConv;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct FakeQuantize {
-    /// Bounds of a folded ReLU or ReLU6, applied first; infinite without one.
+    /// Bounds of a folded ReLU or ReLU6 (infinite without one), shown by `info`; `lo` and `hi`
+    /// apply them.
     clip: (f32, f32),
     scale: f32,
     /// Where `x / scale` saturates: the integer range less the zero point, narrowed by the clip.
