@@ -8,6 +8,8 @@ are nearest-rank. onnxruntime's input is the photo preprocessed by Pillow with t
 Cold start: wall time of a fresh process from start to its first result, the median of --cold-runs:
 `edgert run` on the photo against a Python process that imports onnxruntime, opens the session and
 runs it once. edgert's `ort` backend uses the onnxruntime library of the Python package imported here.
+Cached start: the same with edgert's opt-in tract load cache (EDGERT_TRACT_CACHE, a folder of this
+run's) holding the model, stored by one start before; `cpu` only (the `ort` backend has no such cache).
 
     python3 benches/peer_onnxruntime.py [--edgert target/release/edgert] [--threads 1,2] [--backends cpu,ort]
 Needs: pip install onnxruntime numpy pillow (see benches/README.md).
@@ -17,6 +19,7 @@ import json
 import math
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -120,10 +123,14 @@ def main():
     capi = os.path.join(os.path.dirname(ort.__file__), "capi")
     library = next((os.path.join(capi, f) for f in sorted(os.listdir(capi)) if f.startswith("libonnxruntime.so")), None)
     env = dict(os.environ, ORT_DYLIB_PATH=library or "")
+    env.pop("EDGERT_TRACT_CACHE", None)
     print(f"machine: {platform.machine()}, {os.cpu_count()} logical CPUs, {cpu_model()}; "
           f"onnxruntime {ort.__version__} ({library}); photo {os.path.basename(args.photo)}\n")
-    print("| model | threads | engine | p50 | p50 ratio | p99 | p99 ratio | cold start | cold ratio |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    cache = tempfile.mkdtemp(prefix="edgert-tract-cache-")
+    cached_env = dict(env, EDGERT_TRACT_CACHE=cache)
+    print("| model | threads | engine | p50 | p50 ratio | p99 | p99 ratio | cold start | cold ratio "
+          "| cached start | cached ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.models.split(","):
         manifest_path = os.path.join(ROOT, "models", name + ".toml")
         with open(manifest_path, "rb") as f:
@@ -138,14 +145,22 @@ def main():
                 ocold = median_wall_ms([sys.executable, "-c", COLD_ONNXRUNTIME, onnx_path, str(threads), x_path],
                                        args.cold_runs, env)
                 print(f"| {name} | {threads} | onnxruntime (Python) | {o50:.2f} ms | 1 | {o99:.2f} ms | 1 | "
-                      f"{ocold:.0f} ms | 1 |", flush=True)
+                      f"{ocold:.0f} ms | 1 | — | — |", flush=True)
                 for backend in args.backends.split(","):
                     e50, e99 = time_edgert(args.edgert, manifest_path, args.photo, backend, threads,
                                            args.duration_s, env)
-                    ecold = median_wall_ms([args.edgert, "run", "--model", manifest_path, "--input", args.photo,
-                                            "--backend", backend, "--threads", str(threads)], args.cold_runs, env)
+                    start = [args.edgert, "run", "--model", manifest_path, "--input", args.photo,
+                             "--backend", backend, "--threads", str(threads)]
+                    ecold = median_wall_ms(start, args.cold_runs, env)
+                    cached = "— | —"
+                    if backend == "cpu":
+                        median_wall_ms(start, 1, cached_env)  # stores the entry
+                        ecached = median_wall_ms(start, args.cold_runs, cached_env)
+                        cached = f"{ecached:.0f} ms | {ecached / ocold:.2f}×"
                     print(f"| {name} | {threads} | edgert {backend} | {e50:.2f} ms | {e50 / o50:.2f}× | "
-                          f"{e99:.2f} ms | {e99 / o99:.2f}× | {ecold:.0f} ms | {ecold / ocold:.2f}× |", flush=True)
+                          f"{e99:.2f} ms | {e99 / o99:.2f}× | {ecold:.0f} ms | {ecold / ocold:.2f}× | {cached} |",
+                          flush=True)
+    shutil.rmtree(cache, ignore_errors=True)
 
 
 def cpu_model():

@@ -1,7 +1,8 @@
 //! How tract loads a model and what it runs: time of each loading phase (protobuf, translation,
 //! decluttering, optimization) and, for the optimized plan, each operator with the element types
 //! it reads, so one can see which parts of an INT8 QDQ graph run in integer and which in float.
-//! Also tries to serialize the decluttered model to NNEF (the would-be load cache).
+//! Also writes the decluttered model as tract's own NNEF and reads it back, timed: what the opt-in
+//! load cache (`backend/tract_cache`, which adds NNEF forms of the Q/DQ operators) does.
 //!
 //!     cargo run --release --example tract_plan -- models/mobilenetv2_int8_qdq.onnx [N C H W]
 

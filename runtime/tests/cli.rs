@@ -252,3 +252,48 @@ fn gpu_or_cpu_falls_back_and_says_so() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stderr(&out).contains("fell back to cpu"), "{}", stderr(&out));
 }
+
+#[test]
+fn the_tract_load_cache_gives_the_same_results_and_survives_a_damaged_entry() {
+    let (dir, home) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let cache = dir.path().join("tract");
+    // With `cache`, EDGERT_TRACT_CACHE names it; without, it is unset, and HOME a folder of the test's.
+    let run = |name: &str, cache: Option<&std::path::Path>| {
+        let (manifest, photo) = (model(name), image("chelsea.png"));
+        let mut command = command(&["run", "-m", manifest.to_str().unwrap(), "-i", photo.to_str().unwrap()]);
+        match cache {
+            Some(cache) => command.env("EDGERT_TRACT_CACHE", cache),
+            None => command
+                .env_remove("EDGERT_TRACT_CACHE")
+                .env("HOME", home.path())
+                .env("XDG_CACHE_HOME", home.path()),
+        };
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+    let entries = || std::fs::read_dir(&cache).map(|d| d.count()).unwrap_or(0);
+    let uncached = run("mobilenetv2_int8_qdq.toml", None);
+    assert_eq!(std::fs::read_dir(home.path()).unwrap().count(), 0, "no cache unless asked for");
+
+    let first = run("mobilenetv2_int8_qdq.toml", Some(&cache));
+    assert_eq!(entries(), 1);
+    let second = run("mobilenetv2_int8_qdq.toml", Some(&cache));
+    assert!(stderr(&second).is_empty(), "{}", stderr(&second));
+    assert_eq!(stdout(&first), stdout(&uncached));
+    assert_eq!(stdout(&second), stdout(&uncached));
+
+    let entry = std::fs::read_dir(&cache).unwrap().next().unwrap().unwrap().path();
+    std::fs::write(&entry, b"damaged").unwrap();
+    let third = run("mobilenetv2_int8_qdq.toml", Some(&cache));
+    assert_eq!(stdout(&third), stdout(&uncached));
+    let warning = stderr(&third);
+    assert_eq!(warning.trim().lines().count(), 1, "{warning}");
+    assert!(
+        warning.contains("warning: load cache") && warning.contains(entry.to_str().unwrap()),
+        "{warning}"
+    );
+
+    run("mobilenetv2_fp32.toml", Some(&cache));
+    assert_eq!(entries(), 2);
+}

@@ -9,6 +9,7 @@ pub mod cuda;
 pub mod ort;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
+mod tract_cache;
 mod tract_model;
 pub mod tract_ops;
 

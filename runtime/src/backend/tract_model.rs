@@ -5,10 +5,12 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use rayon::ThreadPool;
+use tract_onnx::pb;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::runtime::{Runnable, State};
 use tract_onnx::tract_hir::internal::DimLike;
 
+use super::tract_cache::{self, CacheKey, LoadCache};
 use super::{constant_dequantize, Prepared, Session};
 use crate::error::one_line;
 use crate::model::{onnx, InputDtype, Model};
@@ -27,31 +29,28 @@ pub fn invalid(path: &Path, stage: &str, e: TractError) -> Error {
     Error::InvalidModel { path: path.to_owned(), reason: format!("{stage}: {}", one_line(&e)) }
 }
 
-/// Parses the model, pins its input to `batch` and declutters it.
+/// Parses the model, pins its input to `batch` and declutters it, or reads that result from the
+/// load cache where one is set (`tract_cache`).
 pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractModel> {
     let path = &model.onnx_path;
     let proto = model.onnx(&format!("the {backend} backend"))?;
     onnx::check_operators(path, proto, backend)?;
     let invalid = |stage: &str, e: TractError| invalid(path, stage, e);
-    let dir = path.parent().and_then(|d| d.to_str());
-    let folded = constant_dequantize::fold(proto);
-    let proto = folded.as_ref().unwrap_or(proto);
-    let mut graph = onnx::framework().parse(proto, dir).map_err(|e| invalid("parse", e))?.model;
-    let input_index = graph
-        .input_outlets()
-        .map_err(|e| invalid("inputs", e))?
-        .iter()
-        .position(|o| graph.node(o.node).name == model.manifest.input.name)
-        .unwrap_or(0);
     let shape = model.input_shape(batch);
     let dtype = model.manifest.input.dtype;
-    let datum = match dtype {
-        InputDtype::F32 => f32::datum_type(),
-        InputDtype::F16 => f16::datum_type(),
-        InputDtype::U8 => u8::datum_type(),
+    let analyse = || analysed(model, proto, &shape, dtype);
+    let typed = match LoadCache::from_env().filter(|_| tract_cache::self_contained(proto)) {
+        Some(cache) => {
+            let key = CacheKey {
+                model_sha256: model.sha256.clone(),
+                input: model.manifest.input.name.clone(),
+                dtype: dtype.name().into(),
+                shape: shape.clone(),
+            };
+            cache.decluttered(&key, analyse)?
+        }
+        None => analyse()?,
     };
-    graph.set_input_fact(input_index, datum.fact(&shape).into()).map_err(|e| invalid("input shape", e))?;
-    let typed = graph.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| invalid("analysis", e))?;
     let outputs = typed
         .output_outlets()
         .map_err(|e| invalid("outputs", e))?
@@ -75,6 +74,35 @@ pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractMo
         dtype: dtype.name().into(),
     };
     Ok(TractModel { typed, input, outputs })
+}
+
+/// What `decluttered` caches: the ONNX graph, constant weights dequantized, translated with its
+/// input pinned to `shape`, typed and decluttered.
+pub(super) fn analysed(
+    model: &Model,
+    proto: &pb::ModelProto,
+    shape: &[usize],
+    dtype: InputDtype,
+) -> Result<TypedModel> {
+    let path = &model.onnx_path;
+    let invalid = |stage: &str, e: TractError| invalid(path, stage, e);
+    let dir = path.parent().and_then(|d| d.to_str());
+    let folded = constant_dequantize::fold(proto);
+    let proto = folded.as_ref().unwrap_or(proto);
+    let mut graph = onnx::framework().parse(proto, dir).map_err(|e| invalid("parse", e))?.model;
+    let input_index = graph
+        .input_outlets()
+        .map_err(|e| invalid("inputs", e))?
+        .iter()
+        .position(|o| graph.node(o.node).name == model.manifest.input.name)
+        .unwrap_or(0);
+    let datum = match dtype {
+        InputDtype::F32 => f32::datum_type(),
+        InputDtype::F16 => f16::datum_type(),
+        InputDtype::U8 => u8::datum_type(),
+    };
+    graph.set_input_fact(input_index, datum.fact(shape).into()).map_err(|e| invalid("input shape", e))?;
+    graph.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| invalid("analysis", e))
 }
 
 /// A tract plan as a `Prepared`: `cpu` and `cuda` differ only in the runtime that made the plan.

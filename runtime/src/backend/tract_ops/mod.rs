@@ -15,7 +15,7 @@ mod pointwise;
 #[cfg(test)]
 mod pointwise_tests;
 #[cfg(test)]
-mod tests;
+pub(super) mod tests;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::model::Rewriter;

@@ -10,7 +10,7 @@ use tract_onnx::tract_core::ops::quant::{quantize_linear_i8, quantize_linear_u8,
 use super::rewrite;
 use crate::validate::compare::cosine;
 
-pub(super) fn values(n: usize, seed: u64) -> Vec<f32> {
+pub(crate) fn values(n: usize, seed: u64) -> Vec<f32> {
     let mut state = seed | 1;
     (0..n)
         .map(|_| {
