@@ -6,7 +6,8 @@
 //!
 //! VARIANT is `plain`, `edgert` (edgert's own operators, as the `cpu` backend runs) or the name of
 //! a tract model transform applied after decluttering (e.g. `conv_nhwc`); several may be joined
-//! with `+`. Default: `plain edgert`. `THREADS=N` runs on N threads; `BY_NODE=1` lists each node.
+//! with `+`. Default: `plain edgert`. `THREADS=N` runs on N threads; `BY_NODE=1` lists each node;
+//! `SIZE=N` feeds an N×N input (default 224).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ type Plan = Arc<TypedSimplePlan>;
 
 fn plan(path: &str, variant: &str) -> TractResult<Plan> {
     let mut model = tract_onnx::onnx().with_ignore_value_info(true).model_for_path(path)?;
-    model.set_input_fact(0, f32::fact([1, 3, 224, 224]).into())?;
+    model.set_input_fact(0, f32::fact([1, 3, side(), side()]).into())?;
     let mut typed = model.into_typed()?.into_decluttered()?;
     for name in variant.split('+').filter(|v| *v != "plain") {
         if name == "edgert" {
@@ -60,6 +61,11 @@ fn profiled_run(
     Ok(())
 }
 
+/// The input's height and width: `SIZE`, else 224 (MobileNet's; YOLOv3-tiny takes 416).
+fn side() -> usize {
+    std::env::var("SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(224)
+}
+
 fn main() -> TractResult<()> {
     let args: Vec<String> = std::env::args().collect();
     let Some(path) = args.get(1) else {
@@ -71,7 +77,9 @@ fn main() -> TractResult<()> {
     if variants.is_empty() {
         variants = vec!["plain".into(), "edgert".into()];
     }
-    let input = Tensor::from_shape(&[1, 3, 224, 224], &vec![0.5f32; 3 * 224 * 224])?;
+    // A ramp rather than one value, so that the variants' outputs are compared on varied data.
+    let values: Vec<f32> = (0..3 * side() * side()).map(|i| (i % 251) as f32 / 251.0).collect();
+    let input = Tensor::from_shape(&[1, 3, side(), side()], &values)?;
     let mut runs = Vec::new();
     for variant in &variants {
         let plan = plan(path, variant)?;

@@ -4,6 +4,8 @@
 //! vectorizes, with no border test inside. tract's own depthwise kernel walks the taps one output
 //! point at a time, which took half of MobileNetV2's time (benches/RESULTS.md).
 
+use std::ops::Range;
+
 use super::clip;
 
 /// Where one plane's taps read, and what an output row needs. Built once per convolution.
@@ -120,11 +122,12 @@ impl PlaneGeometry {
         }
     }
 
-    /// What each output reads at one tap (its offset from `tap_offsets`) of the plane `fill` left
-    /// in `scratch`, into `out` (output height × width): one row of an im2col matrix.
-    pub fn gather(&self, scratch: &[f32], tap_offset: usize, out: &mut [f32]) {
-        let [ho, wo] = self.output;
-        for (y, row) in out[..ho * wo].chunks_exact_mut(wo).enumerate() {
+    /// What the outputs of rows `rows` read at one tap (its offset from `tap_offsets`) of the
+    /// plane `fill` left in `scratch`, into `out` (rows × output width): a band of one row of an
+    /// im2col matrix.
+    pub fn gather(&self, scratch: &[f32], tap_offset: usize, rows: Range<usize>, out: &mut [f32]) {
+        let wo = self.output[1];
+        for (y, row) in rows.zip(out.chunks_exact_mut(wo)) {
             copy_row(&scratch[tap_offset + y * self.phase_len()..][..wo], row);
         }
     }

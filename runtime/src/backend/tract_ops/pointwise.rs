@@ -1,8 +1,9 @@
 //! `PointwiseConv`: f32 1×1 convolutions (MobileNet's expansions and projections) and fully
 //! connected layers, which tract declutters into an EinSum of the data with a constant weight
-//! matrix: run as matrix products by the `gemm` crate's f32 kernels (AVX2, AVX-512 or NEON,
-//! picked at run time), then, on each block of rows while it is in cache, the bias, a ReLU or
-//! ReLU6 that follows, and any QuantizeLinear → DequantizeLinear pairs folded in.
+//! matrix, and dense convolutions over their im2col matrix (`conv`): run as matrix products by
+//! the `gemm` crate's f32 kernels (AVX2, AVX-512 or NEON, picked at run time), then, on each
+//! block of rows while it is in cache, the bias, a ReLU or ReLU6 that follows, and any
+//! QuantizeLinear → DequantizeLinear pairs folded in.
 
 use gemm_common::Parallelism;
 use rayon::prelude::*;
@@ -13,11 +14,12 @@ use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
+use super::conv::Im2col;
 use super::fake_quantize::FakeQuantize;
 
 /// For each block and position p: out[o, p] = bias[o] + Σ_i weights[o, i] · data[i, p], clipped,
 /// where data and out each hold a block as channels × positions (channel-first) or positions ×
-/// channels (channel-last).
+/// channels (channel-last); with `im2col`, data is the im2col matrix of the input's block.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PointwiseConv {
     /// Independent blocks (the images of NCHW; 1 where the positions take every outer axis).
@@ -26,7 +28,10 @@ pub struct PointwiseConv {
     positions: usize,
     data_channel_last: bool,
     output_channel_last: bool,
+    /// The product's depth: input channels, or rows of the im2col matrix.
     in_channels: usize,
+    /// A dense convolution's: the data is made from the input band by band (channel-first).
+    im2col: Option<Im2col>,
     /// Output channels × input channels, row-major.
     weights: Vec<f32>,
     /// One per output channel.
@@ -53,7 +58,8 @@ impl Op for PointwiseConv {
         let channels = format!("{} → {} channels", self.in_channels, self.bias.len());
         let layout = format!("{} → {}", side(self.data_channel_last), side(self.output_channel_last));
         let blocks = format!("{} × {} positions", self.blocks, self.positions);
-        Ok(vec![format!("{channels}, {layout}, {blocks}, clip {:?}, {:?}", self.clip, self.quantize)])
+        let im2col = if self.im2col.is_some() { ", over im2col" } else { "" };
+        Ok(vec![format!("{channels}{im2col}, {layout}, {blocks}, clip {:?}, {:?}", self.clip, self.quantize)])
     }
 
     fn validation(&self) -> Validation {
@@ -121,7 +127,8 @@ impl EvalOp for PointwiseConv {
         let (blocks, positions, cin, cout) = (self.blocks, self.positions, self.in_channels, self.bias.len());
         let view = inputs[0].try_as_plain_ram()?;
         let input = view.as_slice::<f32>()?;
-        let (data_len, out_len) = (positions * cin, positions * cout);
+        let data_len = self.im2col.as_ref().map_or(positions * cin, Im2col::image_len);
+        let out_len = positions * cout;
         ensure!(
             input.len() == blocks * data_len,
             "input holds {} values, not {}",
@@ -133,6 +140,10 @@ impl EvalOp for PointwiseConv {
         let mut out = output.try_as_plain_ram_mut()?;
         let out = out.as_slice_mut::<f32>()?;
         ensure!(out.len() == blocks * out_len, "output holds {} values, not {}", out.len(), blocks * out_len);
+        if let Some(im2col) = &self.im2col {
+            self.convolve(im2col, input, out)?;
+            return Ok(tvec!(output.into_tvalue()));
+        }
         let work = positions * cin * cout;
         for (data, out) in input.chunks_exact(data_len).zip(out.chunks_exact_mut(out_len)) {
             if self.output_channel_last {
@@ -175,12 +186,11 @@ impl EvalOp for PointwiseConv {
 }
 
 impl PointwiseConv {
-    /// `weights` (output channels × `in_channels`, row-major) over channel-first blocks of
-    /// `positions`, writing `output_shape`.
-    pub fn channel_first(
+    /// A dense convolution of `blocks` channel-first images: `weights` (output channels ×
+    /// `im2col`'s depth, row-major) over each image's im2col matrix, writing `output_shape`.
+    pub fn over_im2col(
         blocks: usize,
-        positions: usize,
-        in_channels: usize,
+        im2col: Im2col,
         weights: Vec<f32>,
         bias: Vec<f32>,
         clip: (f32, f32),
@@ -188,16 +198,48 @@ impl PointwiseConv {
     ) -> PointwiseConv {
         PointwiseConv {
             blocks,
-            positions,
+            positions: im2col.positions(),
             data_channel_last: false,
             output_channel_last: false,
-            in_channels,
+            in_channels: im2col.depth(),
+            im2col: Some(im2col),
             weights,
             bias,
             clip,
             quantize: vec![],
             output_shape: output_shape.into(),
         }
+    }
+
+    /// Each image of `input` through its im2col matrix, a band of output rows at a time: the band
+    /// gathered, then multiplied into those columns of every output channel (rows split between
+    /// threads as for a 1×1 convolution) and finished there.
+    fn convolve(&self, im2col: &Im2col, input: &[f32], out: &mut [f32]) -> TractResult<()> {
+        let (positions, depth, cout) = (self.positions, self.in_channels, self.bias.len());
+        // Zeroed once: `fill` never writes the padding.
+        let mut planes = vec![0.0; im2col.planes_len()];
+        let mut matrix = Vec::new();
+        for (image, out) in input.chunks_exact(im2col.image_len()).zip(out.chunks_exact_mut(positions * cout))
+        {
+            im2col.fill(image, &mut planes);
+            for rows in im2col.bands() {
+                let (first_position, n) = (rows.start * im2col.width(), rows.len() * im2col.width());
+                matrix.resize(depth * n, 0.0);
+                im2col.gather(&planes, rows, &mut matrix);
+                on_row_blocks(out, positions, depth * n * cout, |first, block| {
+                    let weights = (&self.weights[first * depth..], depth, 1);
+                    let product =
+                        Product { m: block.len() / positions, n, k: depth, a: weights, b: (&matrix, n, 1) };
+                    product.run(&mut block[first_position..], positions)?;
+                    for (c, row) in block.chunks_exact_mut(positions).enumerate() {
+                        let bias = self.bias[first + c];
+                        self.finish(&mut row[first_position..][..n], |_| bias);
+                    }
+                    Ok(())
+                })?;
+            }
+        }
+        Ok(())
     }
 
     /// This convolution with `quantize` as its last step.
@@ -415,6 +457,7 @@ pub fn rule(
         data_channel_last: layout.data_channel_last,
         output_channel_last: layout.output_channel_last,
         in_channels: cin,
+        im2col: None,
         weights,
         bias,
         clip,
