@@ -27,13 +27,12 @@ pub struct Im2col {
     geometry: PlaneGeometry,
     channels: usize,
     tap_offsets: Vec<usize>,
-    band_values: usize,
 }
 
 impl Im2col {
-    fn new(geometry: PlaneGeometry, channels: usize, band_values: usize) -> Im2col {
+    fn new(geometry: PlaneGeometry, channels: usize) -> Im2col {
         let tap_offsets = geometry.tap_offsets();
-        Im2col { geometry, channels, tap_offsets, band_values }
+        Im2col { geometry, channels, tap_offsets }
     }
 
     /// Rows of the matrix: the depth of the product.
@@ -56,9 +55,9 @@ impl Im2col {
         self.channels * self.geometry.input[0] * self.geometry.input[1]
     }
 
-    /// Output rows per band: as many as keep a band within `band_values`, one at least.
+    /// Output rows per band: as many as keep a band within `BAND_VALUES`, one at least.
     pub fn band_rows(&self) -> usize {
-        (self.band_values / (self.depth() * self.geometry.output[1])).clamp(1, self.geometry.output[0])
+        (BAND_VALUES / (self.depth() * self.geometry.output[1])).clamp(1, self.geometry.output[0])
     }
 
     /// The bands of output rows, in order.
@@ -115,7 +114,7 @@ pub fn rule(
     let weights = kernel.try_as_plain_ram()?.as_slice::<f32>()?.to_vec();
 
     let (clip, last) = clip::after(model, node)?;
-    let im2col = Im2col::new(geometry, cin, BAND_VALUES);
+    let im2col = Im2col::new(geometry, cin);
     let product = PointwiseConv::over_im2col(batch, im2col, weights, bias, clip, output_shape);
     let mut patch = TypedModelPatch::default();
     let input = patch.tap_model(model, node.inputs[0])?;
