@@ -1,7 +1,12 @@
 //! Where edgert keeps what it builds for this machine (TensorRT engines, compiled GPU kernels): a
-//! variable naming the folder, else `$XDG_CACHE_HOME/edgert/<what>`, else `~/.cache/edgert/<what>`.
+//! variable naming the folder, else `$XDG_CACHE_HOME/edgert/<what>`, else `~/.cache/edgert/<what>`;
+//! and how it writes there.
 
-use std::path::PathBuf;
+use std::fmt::Display;
+use std::fs::File;
+use std::io::BufWriter;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 pub fn dir(variable: &str, what: &str) -> PathBuf {
     let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
@@ -9,4 +14,30 @@ pub fn dir(variable: &str, what: &str) -> PathBuf {
         .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("edgert").join(what)))
         .or_else(|| var("HOME").map(|d| d.join(".cache/edgert").join(what)))
         .unwrap_or_else(|| PathBuf::from(format!(".edgert-{what}")))
+}
+
+/// Writes `path` through a temporary file beside it, filled by `write` and renamed into place, so
+/// that a crash, or another edgert writing the same file at the same time, never leaves a
+/// half-written file under its name; the temporary file is removed when anything fails.
+pub fn write_atomically<E: Display>(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>,
+) -> Result<(), String> {
+    // Unique to this process and call: threads of one process may write the same file too.
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}-{}.partial", std::process::id(), CALLS.fetch_add(1, Ordering::Relaxed)));
+    let temporary = PathBuf::from(temporary);
+    let written = File::create(&temporary)
+        .map_err(|e| e.to_string())
+        .and_then(|file| {
+            let mut writer = BufWriter::new(file);
+            write(&mut writer).map_err(|e| e.to_string())?;
+            writer.into_inner().map(drop).map_err(|e| e.to_string())
+        })
+        .and_then(|()| std::fs::rename(&temporary, path).map_err(|e| e.to_string()));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    written
 }

@@ -2,6 +2,7 @@
 //! for the GPU's own architecture, and cached on disk under a key of the source, NVRTC's version and
 //! the architecture, so later starts skip the compile.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use cudarc::nvrtc::{self, CompileOptions, Ptx};
@@ -64,10 +65,7 @@ fn ptx_cached_in(dir: &Path, name: &str, source: &str, sm: (i32, i32)) -> Result
         }
     })?;
     if std::fs::create_dir_all(dir).is_ok() {
-        let partial = path.with_extension("partial");
-        if std::fs::write(&partial, ptx.to_src()).is_ok() {
-            let _ = std::fs::rename(&partial, &path);
-        }
+        let _ = crate::user_cache::write_atomically(&path, |file| file.write_all(ptx.to_src().as_bytes()));
     }
     Ok(ptx)
 }

@@ -3,6 +3,7 @@
 //! from and for; the cache is a folder of them named by a digest of that key, and an engine built
 //! for something else is refused with how to rebuild it.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -83,12 +84,8 @@ pub fn write(engine: &Path, plan: &[u8], info: &EngineInfo) -> Result<()> {
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut temporary = path.as_os_str().to_owned();
-    temporary.push(".partial");
-    let temporary = PathBuf::from(temporary);
-    std::fs::write(&temporary, bytes)
-        .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|e| Error::Write { path: path.to_owned(), reason: e.to_string() })
+    crate::user_cache::write_atomically(path, |file| file.write_all(bytes))
+        .map_err(|reason| Error::Write { path: path.to_owned(), reason })
 }
 
 /// A folder of built engines.

@@ -15,9 +15,8 @@
 //! the file.
 
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use serde::Serialize;
@@ -132,29 +131,13 @@ pub fn read(path: &Path) -> Result<Option<TypedModel>, String> {
     model.map(Some).map_err(|e| one_line(&e))
 }
 
-/// Writes `model` to `path` through a temporary file renamed into place, so that a crash or a
-/// second edgert starting at the same time never leaves a half-written entry under its name.
+/// Writes `model` to `path`, atomically (`user_cache::write_atomically`).
 pub fn store(path: &Path, model: &TypedModel) -> Result<(), String> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let mut temporary = path.as_os_str().to_owned();
-    // Unique to this process and call: threads of one process may store the same entry too.
-    static CALLS: AtomicUsize = AtomicUsize::new(0);
-    temporary.push(format!(".{}-{}.partial", std::process::id(), CALLS.fetch_add(1, Ordering::Relaxed)));
-    let temporary = PathBuf::from(temporary);
-    let written = File::create(&temporary)
-        .map_err(|e| e.to_string())
-        .and_then(|file| {
-            let writer = nnef()
-                .write_to_tar_with_config(model, BufWriter::new(file), false, true)
-                .map_err(|e| one_line(&e))?;
-            writer.into_inner().map(drop).map_err(|e| e.to_string())
-        })
-        .and_then(|()| std::fs::rename(&temporary, path).map_err(|e| e.to_string()));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&temporary);
-    }
-    written
+    crate::user_cache::write_atomically(path, |file| {
+        nnef().write_to_tar_with_config(model, file, false, true).map(drop).map_err(|e| one_line(&e))
+    })
 }
 
 /// Whether all of `proto`'s weights are in the file its sha256 covers, none in external data
