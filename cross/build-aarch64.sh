@@ -17,4 +17,8 @@ default_dir=target/aarch64
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$default_dir}
 export EDGERT_GIT_HASH=${EDGERT_GIT_HASH:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
 cargo zigbuild --profile "$profile" --locked --target aarch64-unknown-linux-gnu.2.27 "$@"
+# The size target, for the binary that ships with the default features.
+if [[ $profile == dist && $# -eq 0 ]]; then
+  export EDGERT_MAX_BYTES=${EDGERT_MAX_BYTES:-15000000}
+fi
 cross/check-aarch64.sh "$CARGO_TARGET_DIR/aarch64-unknown-linux-gnu/$profile/edgert"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Checks what a board needs to run an aarch64 edgert: only glibc's own libraries (`readelf -d`),
 # and no glibc symbol newer than 2.27, the oldest glibc of the supported boards (JetPack 4 is
-# Ubuntu 18.04). Prints the stripped size. Where qemu-aarch64 is installed, also runs the binary on
-# a shipped model and photo and checks its answer: the dist binary is not the one the tests ran.
+# Ubuntu 18.04). Prints the stripped size, and fails above EDGERT_MAX_BYTES when that is set.
+# Where qemu-aarch64 is installed, also runs the binary on a shipped model and photo and checks its
+# answer: the dist binary is not the one the tests ran.
 # Needs binutils-aarch64-linux-gnu (and, for the run, qemu-user and libc6-dev-arm64-cross).
 #   cross/check-aarch64.sh [BINARY]   (default: the dist binary under target/aarch64-dist)
 set -euo pipefail
@@ -24,12 +25,16 @@ if [[ $(printf '%s\n' "GLIBC_$glibc" "$newest" | sort -V | tail -n 1) != "GLIBC_
 fi
 size=$(stat -c %s "$binary")
 echo "check-aarch64: $binary: $size bytes ($((size / 1048576)) MiB) stripped; needs $(tr '\n' ' ' <<<"$needed")(newest symbol $newest)"
+if [[ -n ${EDGERT_MAX_BYTES:-} ]] && ((size > EDGERT_MAX_BYTES)); then
+  echo "check-aarch64: $binary is $size bytes, over the $EDGERT_MAX_BYTES allowed (benches/RESULTS.md, aarch64 size)" >&2
+  exit 1
+fi
 
 if ! command -v qemu-aarch64 >/dev/null; then
   echo "check-aarch64: qemu-aarch64 not installed: the binary was not run"
   exit 0
 fi
-# MobileNetV2 INT8 on two threads: tract's thread pool, edgert's kernels and the Q/DQ path at once.
+# MobileNetV2 INT8 on two threads: the thread pool, edgert's kernels and the Q/DQ path at once.
 if ! answer=$(qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu "${EDGERT_QEMU_CPU:-cortex-a76}" "$binary" run \
   -m models/mobilenetv2_int8_qdq.toml -i models/images/chelsea.png --threads 2); then
   echo "check-aarch64: $binary failed under qemu-aarch64 on models/mobilenetv2_int8_qdq.toml" >&2

@@ -13,9 +13,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use edgert::backend::tract_ops::threads;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::plan::{eval, SimpleState};
-use tract_onnx::tract_core::runtime::RunOptions;
 
 type Plan = Arc<TypedSimplePlan>;
 
@@ -33,10 +33,14 @@ fn plan(path: &str, variant: &str) -> TractResult<Plan> {
         transform.transform(&mut typed)?;
         typed.declutter()?;
     }
-    // THREADS=N runs on tract's multithreaded executor, as `--threads N` does.
-    let threads: usize = std::env::var("THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1);
-    let executor = (threads > 1).then(|| tract_linalg::multithread::Executor::multithread(threads));
-    typed.into_optimized()?.into_runnable_with_options(&RunOptions { executor, ..Default::default() })
+    typed.into_optimized()?.into_runnable_with_options(&threads::run_options(&pool()))
+}
+
+/// THREADS=N runs every plan on one pool of N threads, as `--threads N` does.
+fn pool() -> Option<Arc<rayon::ThreadPool>> {
+    static POOL: std::sync::OnceLock<Option<Arc<rayon::ThreadPool>>> = std::sync::OnceLock::new();
+    let threads = std::env::var("THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1);
+    POOL.get_or_init(|| threads::pool(threads).expect("THREADS: a pool of that many threads")).clone()
 }
 
 /// One run, each node's time added to `per_op` under its operator's name, or under its operator's
@@ -67,6 +71,13 @@ fn side() -> usize {
 }
 
 fn main() -> TractResult<()> {
+    match pool() {
+        Some(pool) => pool.install(profile),
+        None => profile(),
+    }
+}
+
+fn profile() -> TractResult<()> {
     let args: Vec<String> = std::env::args().collect();
     let Some(path) = args.get(1) else {
         eprintln!("usage: tract_profile MODEL.onnx [ROUNDS] [VARIANT...]");

@@ -41,3 +41,46 @@ pub fn write_atomically<E: Display>(
     }
     written
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write;
+
+    use super::write_atomically;
+
+    fn names_in(dir: &std::path::Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_write_that_fails_midway_leaves_no_file_under_either_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry");
+        let result = write_atomically(&path, |file| {
+            // More than BufWriter keeps, so that some of it reached the temporary file.
+            file.write_all(&[7; 64 * 1024]).map_err(|e| e.to_string())?;
+            Err("disk full".to_string())
+        });
+        assert_eq!(result, Err("disk full".to_string()));
+        assert!(names_in(dir.path()).is_empty(), "{:?}", names_in(dir.path()));
+    }
+
+    #[test]
+    fn a_failed_write_keeps_the_file_already_there() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("entry");
+        write_atomically(&path, |file| file.write_all(b"first")).unwrap();
+        let result = write_atomically(&path, |file| {
+            file.write_all(b"second").map_err(|e| e.to_string())?;
+            Err("interrupted".to_string())
+        });
+        assert!(result.is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), b"first");
+        assert_eq!(names_in(dir.path()), ["entry"]);
+    }
+}

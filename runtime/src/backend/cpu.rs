@@ -1,9 +1,5 @@
 //! The `cpu` backend: tract-onnx on the host's cores (x86_64, or a Jetson's ARM cores).
 
-use tract_linalg::multithread::Executor;
-use tract_onnx::prelude::*;
-use tract_onnx::tract_core::runtime::RunOptions;
-
 use super::tract_model::{self, invalid, TractModel, TractPrepared};
 use super::{tract_ops, Backend, PrepareOptions, Prepared};
 use crate::model::Model;
@@ -49,12 +45,8 @@ impl Backend for CpuBackend {
             tract_ops::rewrite(&mut typed).map_err(|e| invalid(path, "edgert operators", e))?;
         }
         typed.optimize().map_err(|e| invalid(path, "optimization", e))?;
-        let executor = if options.threads > 1 { Some(Executor::multithread(options.threads)) } else { None };
-        let pool = match &executor {
-            Some(Executor::MultiThread(pool)) => Some(pool.clone()),
-            _ => None,
-        };
-        let run_options = RunOptions { executor, ..Default::default() };
+        let pool = tract_ops::threads::pool(options.threads).map_err(unusable)?;
+        let run_options = tract_ops::threads::run_options(&pool);
         let plan = typed.into_runnable_with_options(&run_options).map_err(|e| invalid(path, "plan", e))?;
         Ok(Box::new(TractPrepared::new(Box::new(plan), input, outputs, model).on_pool(pool)))
     }

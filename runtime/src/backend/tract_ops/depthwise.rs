@@ -10,6 +10,7 @@ use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 use super::clip;
 use super::depthwise_kernel::{Filter, PlaneGeometry};
 use super::fake_quantize::FakeQuantize;
+use super::threads;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct DepthwiseConv {
@@ -87,7 +88,7 @@ impl EvalOp for DepthwiseConv {
 
 impl DepthwiseConv {
     /// Calls `each(plane index, its output, scratch)` for every output plane, split between
-    /// tract's threads when it has several (`--threads`).
+    /// the pool's threads when the inference runs on one (`--threads`).
     fn planes(
         &self,
         out: &mut [f32],
@@ -96,7 +97,7 @@ impl DepthwiseConv {
         let g = &self.geometry;
         let plane_out = g.output[0] * g.output[1];
         let cost = out.len() * g.kernel[0] * g.kernel[1];
-        tract_linalg::multithread::par_chunks_mut(out, plane_out, cost, |first, planes| {
+        threads::on_rows(out, plane_out, cost, |first, planes| {
             let mut scratch = vec![0.0; g.scratch_len()];
             for (i, out) in planes.chunks_exact_mut(plane_out).enumerate() {
                 each(first + i, out, &mut scratch);

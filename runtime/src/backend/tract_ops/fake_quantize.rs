@@ -13,6 +13,7 @@ use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 use super::clip;
 use super::depthwise::DepthwiseConv;
 use super::pointwise::PointwiseConv;
+use super::threads;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct FakeQuantize {
@@ -113,7 +114,7 @@ impl EvalOp for FakeQuantize {
         let row = values.len().clamp(1, 4096);
         if values.len() % row == 0 {
             let cost = values.len();
-            tract_linalg::multithread::par_chunks_mut(values, row, cost, |_, chunk| {
+            threads::on_rows(values, row, cost, |_, chunk| {
                 self.apply(chunk);
                 Ok(())
             })?;

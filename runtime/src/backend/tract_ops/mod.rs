@@ -16,6 +16,7 @@ mod pointwise;
 mod pointwise_tests;
 #[cfg(test)]
 pub(super) mod tests;
+pub mod threads;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::model::Rewriter;

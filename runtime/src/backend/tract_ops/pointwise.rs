@@ -6,8 +6,6 @@
 //! QuantizeLinear → DequantizeLinear pairs folded in.
 
 use gemm_common::Parallelism;
-use rayon::prelude::*;
-use tract_linalg::multithread::{current_tract_executor, Executor};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::einsum::EinSum;
@@ -16,6 +14,7 @@ use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 use super::clip;
 use super::conv::Im2col;
 use super::fake_quantize::FakeQuantize;
+use super::threads;
 
 /// For each block and position p: out[o, p] = bias[o] + Σ_i weights[o, i] · data[i, p], clipped,
 /// where data and out each hold a block as channels × positions (channel-first) or positions ×
@@ -266,8 +265,8 @@ impl PointwiseConv {
 const THREADING_WORK: usize = 48 * 48 * 256;
 
 /// Calls `each(first row, block)` on blocks of whole rows (`row` values each) of `out`: one
-/// block per thread of tract's executor (`--threads`), in a multiple of 8 rows where there are
-/// enough, so that each thread's product keeps full-width kernels; the whole of `out` on one.
+/// block per thread of the inference's pool (`--threads`), in a multiple of 8 rows where there
+/// are enough, so that each thread's product keeps full-width kernels; the whole of `out` on one.
 fn on_row_blocks(
     out: &mut [f32],
     row: usize,
@@ -275,15 +274,10 @@ fn on_row_blocks(
     each: impl Fn(usize, &mut [f32]) -> TractResult<()> + Send + Sync,
 ) -> TractResult<()> {
     let rows = out.len() / row;
-    let pool = match current_tract_executor() {
-        Executor::MultiThread(pool) if pool.current_num_threads() > 1 && work >= THREADING_WORK => pool,
-        _ => return each(0, out),
-    };
-    let per_thread = rows.div_ceil(pool.current_num_threads());
+    let threads = if work >= THREADING_WORK { threads::available() } else { 1 };
+    let per_thread = rows.div_ceil(threads);
     let per_block = if per_thread >= 8 { per_thread.next_multiple_of(8) } else { per_thread };
-    pool.install(|| {
-        out.par_chunks_mut(per_block * row).enumerate().try_for_each(|(i, block)| each(i * per_block, block))
-    })
+    threads::on_row_blocks(out, row, per_block, each)
 }
 
 impl TypedOp for PointwiseConv {

@@ -8,7 +8,7 @@ use tract_onnx::tract_core::ops::math;
 use tract_onnx::tract_core::ops::nn::DataFormat;
 use tract_onnx::tract_core::ops::quant::{quantize_linear_i8, DequantizeLinearF32};
 
-use super::tests::{add_clip, count, op_names, rewritten_agrees, values, RELU6};
+use super::tests::{add_clip, count, on_threads, op_names, rewritten_agrees, values, RELU6};
 
 /// Source → 1×1 Conv (one group, with a bias) → ReLU6 when `relu6`, decluttered.
 fn conv_1x1(
@@ -158,19 +158,17 @@ fn a_product_of_two_activations_is_left_to_tract() {
     assert_eq!(op_names(&ours), op_names(&model));
 }
 
-/// On tract's multithreaded executor (`--threads`) each thread takes a block of rows: output
+/// On a pool of threads (`--threads`) each thread takes a block of rows: output
 /// channels (channel-first) or positions (channel-last), here in uneven blocks.
 #[test]
 fn products_split_between_threads_match_tract() {
-    use tract_linalg::multithread::{multithread_tract_scope, Executor};
     let cases = [
         (DataFormat::NCHW, vec![2, 64, 24, 24], KernelFormat::OIHW),
         (DataFormat::NHWC, vec![2, 24, 24, 64], KernelFormat::HWIO),
     ];
     for (format, input, kernel_fmt) in cases {
         let model = conv_1x1_quantized(format, &input, kernel_fmt, 40, true, 1);
-        let ours =
-            multithread_tract_scope(Executor::multithread(3), || rewritten_agrees(&model, &input, SCALE));
+        let ours = on_threads(3, || rewritten_agrees(&model, &input, SCALE));
         assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{format:?}");
     }
 }
@@ -180,7 +178,6 @@ fn products_split_between_threads_match_tract() {
 /// a ReLU6, on one thread and on three (the first two large enough to be split).
 #[test]
 fn products_that_switch_between_channel_first_and_channel_last_match_tract() {
-    use tract_linalg::multithread::{multithread_tract_scope, Executor};
     let (cin, cout) = (64, 16);
     let cases: [(&str, &[usize], &[usize]); 4] = [
         ("IHW,OI->HWO", &[cin, 24, 30], &[1, 1, cout]),
@@ -202,8 +199,7 @@ fn products_that_switch_between_channel_first_and_channel_last_match_tract() {
         let y = add_clip(&mut model, sum, input.len(), &RELU6, "relu6");
         model.select_output_outlets(&[y]).unwrap();
         for threads in [1, 3] {
-            let executor = if threads > 1 { Executor::multithread(threads) } else { Executor::SingleThread };
-            let ours = multithread_tract_scope(executor, || rewritten_agrees(&model, input, 1e-5));
+            let ours = on_threads(threads, || rewritten_agrees(&model, input, 1e-5));
             assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{expr}, {threads} threads");
         }
     }

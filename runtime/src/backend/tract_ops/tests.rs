@@ -53,6 +53,14 @@ pub(super) fn rewritten_agrees(model: &TypedModel, input_shape: &[usize], tolera
     ours
 }
 
+/// `f` on a pool of `threads` threads, as an inference with `--threads` runs.
+pub(super) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
+    match super::threads::pool(threads).unwrap() {
+        Some(pool) => pool.install(f),
+        None => f(),
+    }
+}
+
 /// MobileNet's ReLU6 as tract declutters it: Max 0, then Min 6.
 pub(super) const RELU6: [(&str, f32); 2] = [("Max", 0.0), ("Min", 6.0)];
 
@@ -161,6 +169,14 @@ fn a_depthwise_conv_and_its_relu6_become_one_op() {
     let ours = rewritten_agrees(&conv.model(&RELU6, &[]), &conv.input, 1e-5);
     assert_eq!(count(&ours, "EdgertDepthwiseConv"), 1, "{:?}", op_names(&ours));
     assert_eq!(count(&ours, "Max") + count(&ours, "Min") + count(&ours, "Conv"), 0, "{:?}", op_names(&ours));
+}
+
+/// Split between threads by planes: 3 threads take its 40 planes in blocks of 4.
+#[test]
+fn a_depthwise_conv_split_between_threads_matches_tract() {
+    let conv = Depthwise { input: vec![8, 5, 28, 28], ..mobilenet_like() };
+    let ours = on_threads(3, || rewritten_agrees(&conv.model(&RELU6, &[]), &conv.input, 1e-5));
+    assert_eq!(count(&ours, "EdgertDepthwiseConv"), 1, "{:?}", op_names(&ours));
 }
 
 #[test]
@@ -320,7 +336,7 @@ fn quantize_model(
     readers: usize,
     also_output_quantized: bool,
 ) -> TypedModel {
-    clipped_quantize_model(false, unsigned, zero_point, readers, also_output_quantized)
+    clipped_quantize_model(false, unsigned, zero_point, readers, also_output_quantized, &[4, 300])
 }
 
 fn clipped_quantize_model(
@@ -329,10 +345,11 @@ fn clipped_quantize_model(
     zero_point: i32,
     readers: usize,
     also_output_quantized: bool,
+    shape: &[usize],
 ) -> TypedModel {
     let scale = 0.0472_f32;
     let mut model = TypedModel::default();
-    let mut x = model.add_source("x", f32::fact([4, 300])).unwrap();
+    let mut x = model.add_source("x", f32::fact(shape)).unwrap();
     if clip {
         x = add_clip(&mut model, x, 2, &RELU6, "relu6");
     }
@@ -368,13 +385,21 @@ fn quantize_dequantize_pairs_become_one_fake_quantize() {
     }
 }
 
+/// Split between threads in rows of 4,096 values: 40,960 values, 10 rows, 3 threads.
+#[test]
+fn a_fake_quantize_split_between_threads_matches_tract() {
+    let model = clipped_quantize_model(false, false, -7, 1, false, &[10, 4096]);
+    let ours = on_threads(3, || rewritten_agrees(&model, &[10, 4096], 0.0472));
+    assert_eq!(count(&ours, "EdgertFakeQuantize"), 1, "{:?}", op_names(&ours));
+}
+
 #[test]
 fn a_relu6_before_a_quantize_dequantize_pair_is_folded_into_it() {
-    let model = clipped_quantize_model(true, false, 0, 1, false);
+    let model = clipped_quantize_model(true, false, 0, 1, false, &[4, 300]);
     let ours = rewritten_agrees(&model, &[4, 300], 0.0472);
     assert_eq!(op_names(&ours), ["Source", "EdgertFakeQuantize"]);
     // Read by something else as well, the clipped values stay tract's to make.
-    let mut model = clipped_quantize_model(true, false, 0, 1, false);
+    let mut model = clipped_quantize_model(true, false, 0, 1, false, &[4, 300]);
     // The clip's second step, its Min.
     let min = OutletId::new(model.node_by_name("relu61").unwrap().id, 0);
     let outputs = [model.output_outlets().unwrap().to_vec(), vec![min]].concat();
