@@ -4,7 +4,7 @@
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
-use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat};
+use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat, PoolSpec};
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
@@ -162,6 +162,17 @@ pub fn conv_parts<'a>(
     rule_if!(kernel.datum_type() == f32::datum_type() && bias.datum_type() == f32::datum_type());
     rule_if_some!(output_shape = model.outlet_fact(node.id.into())?.shape.as_concrete());
 
+    rule_if_some!((geometry, batch) = plane_geometry(spec, input_shape)?);
+    rule_if!(
+        output_shape.iter().product::<usize>()
+            == batch * conv.output_channels() * geometry.output.iter().product::<usize>()
+    );
+    Ok(Some(ConvParts { geometry, batch, output_shape, kernel, bias }))
+}
+
+/// Where a 2-D channel-first pooling or convolution over `input_shape` reads, and its batch size;
+/// None for empty planes or kernels and a stride or dilation of 0, left to tract's checks.
+pub fn plane_geometry(spec: &PoolSpec, input_shape: &[usize]) -> TractResult<Option<(PlaneGeometry, usize)>> {
     let shape = spec.data_format.shape(input_shape)?;
     let hw = shape.hw_dims();
     let padding = spec.computed_padding(hw);
@@ -173,15 +184,9 @@ pub fn conv_parts<'a>(
         dilation: [spec.dilation(0), spec.dilation(1)],
         pad_before: [padding[0].pad_before, padding[1].pad_before],
     };
-    // Empty planes or kernels, and a stride or dilation of 0, are left to tract's checks.
     let sizes = [geometry.input, geometry.output, geometry.kernel, geometry.stride, geometry.dilation];
     rule_if!(sizes.iter().flatten().all(|&d| d > 0));
-    let batch = *shape.n().unwrap_or(&1);
-    rule_if!(
-        output_shape.iter().product::<usize>()
-            == batch * conv.output_channels() * geometry.output.iter().product::<usize>()
-    );
-    Ok(Some(ConvParts { geometry, batch, output_shape, kernel, bias }))
+    Ok(Some((geometry, *shape.n().unwrap_or(&1))))
 }
 
 /// One bias value per channel from a bias of one value or one per channel; None otherwise.

@@ -2,7 +2,7 @@
 //! users run: depthwise convolutions (MobileNet's half of the time), 1×1 convolutions (a matrix
 //! product each), dense convolutions with a shallow product (a network's first) and the
 //! QuantizeLinear → DequantizeLinear pairs of INT8 QDQ models, each with the ReLU or ReLU6 next
-//! to it folded in.
+//! to it folded in; and max pooling (YOLO's downsampling).
 //! `rewrite` swaps them into a decluttered model before tract optimizes it; anything they do not
 //! cover stays tract's.
 
@@ -11,6 +11,7 @@ mod conv;
 mod depthwise;
 mod depthwise_kernel;
 mod fake_quantize;
+mod maxpool;
 mod pointwise;
 #[cfg(test)]
 mod pointwise_tests;
@@ -20,7 +21,7 @@ pub mod threads;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::model::Rewriter;
-use tract_onnx::tract_core::ops::cnn::Conv;
+use tract_onnx::tract_core::ops::cnn::{Conv, MaxPool};
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 
@@ -30,6 +31,7 @@ pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
         .with_rule_for::<Conv>("edgert-depthwise", depthwise::rule)
         .with_rule_for::<Conv>("edgert-conv", conv::rule)
         .with_rule_for::<EinSum>("edgert-pointwise", pointwise::rule)
+        .with_rule_for::<MaxPool>("edgert-maxpool", maxpool::rule)
         .with_rule_for::<ElementWiseOp>("edgert-fake-quantize", fake_quantize::rule)
         .with_rule_for::<fake_quantize::FakeQuantize>(
             "edgert-fold-fake-quantize",

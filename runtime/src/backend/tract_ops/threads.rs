@@ -2,7 +2,8 @@
 //! inference runs on (`TractPrepared::on_pool`), and which edgert's operators split their work
 //! over. tract's own operators use it too only with the `tract-threads` feature: its threaded
 //! matrix products make the aarch64 binary 3.8 MB larger (benches/RESULTS.md, aarch64 size),
-//! and edgert's operators already cover the convolutions, where CNNs spend their time.
+//! and edgert's operators already cover the convolutions and max pooling, where CNNs spend
+//! their time.
 
 use std::sync::Arc;
 
