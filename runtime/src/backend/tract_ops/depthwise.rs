@@ -68,19 +68,12 @@ impl EvalOp for DepthwiseConv {
             })?;
             return Ok(tvec!(tensor.into_shape(&self.output_shape)?.into_tvalue()));
         }
-        let view = input.try_as_plain_ram()?;
-        let input = view.as_slice::<f32>()?;
-        // SAFETY: every value is written below, each plane by `convolve`, before it is read.
-        let mut output = unsafe { Tensor::uninitialized::<f32>(&self.output_shape)? };
-        let mut out = output.try_as_plain_ram_mut()?;
-        let out = out.as_slice_mut::<f32>()?;
-        ensure!(
-            input.len() / plane_in == out.len() / plane_out,
-            "input and output hold different plane counts"
-        );
-        self.planes(out, |plane, out, scratch| {
-            g.fill(&input[plane * plane_in..][..plane_in], self.input_clip, scratch);
-            self.convolve(plane, scratch, out)
+        // Each plane is written by `convolve`.
+        let output = new_planes(&input, &self.output_shape, [plane_in, plane_out], |input, out| {
+            self.planes(out, |plane, out, scratch| {
+                g.fill(&input[plane * plane_in..][..plane_in], self.input_clip, scratch);
+                self.convolve(plane, scratch, out)
+            })
         })?;
         Ok(tvec!(output.into_tvalue()))
     }
@@ -168,6 +161,31 @@ pub fn conv_parts<'a>(
             == batch * conv.output_channels() * geometry.output.iter().product::<usize>()
     );
     Ok(Some(ConvParts { geometry, batch, output_shape, kernel, bias }))
+}
+
+/// A new f32 tensor of `shape` made plane by plane from `input`: its planes of `plane_out` values
+/// match `input`'s of `plane_in` one for one, and `fill(input's values, the new tensor's)` must
+/// write every value.
+pub fn new_planes(
+    input: &TValue,
+    shape: &[usize],
+    [plane_in, plane_out]: [usize; 2],
+    fill: impl FnOnce(&[f32], &mut [f32]) -> TractResult<()>,
+) -> TractResult<Tensor> {
+    let view = input.try_as_plain_ram()?;
+    let input = view.as_slice::<f32>()?;
+    // SAFETY: `fill` writes every value before anything reads it.
+    let mut output = unsafe { Tensor::uninitialized::<f32>(shape)? };
+    {
+        let mut out = output.try_as_plain_ram_mut()?;
+        let out = out.as_slice_mut::<f32>()?;
+        ensure!(
+            input.len() / plane_in == out.len() / plane_out,
+            "input and output hold different plane counts"
+        );
+        fill(input, out)?;
+    }
+    Ok(output)
 }
 
 /// Where a 2-D channel-first pooling or convolution over `input_shape` reads, and its batch size;

@@ -11,7 +11,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::cnn::MaxPool as TractMaxPool;
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
-use super::depthwise::plane_geometry;
+use super::depthwise::{new_planes, plane_geometry};
 use super::depthwise_kernel::PlaneGeometry;
 use super::threads;
 
@@ -39,23 +39,16 @@ impl EvalOp for MaxPool {
     fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
         let g = &self.geometry;
         let (plane_in, plane_out) = (g.input[0] * g.input[1], g.output[0] * g.output[1]);
-        let view = inputs[0].try_as_plain_ram()?;
-        let input = view.as_slice::<f32>()?;
-        // SAFETY: every value is written below, each plane by `pool_plane`, before it is read.
-        let mut output = unsafe { Tensor::uninitialized::<f32>(&self.output_shape)? };
-        let mut out = output.try_as_plain_ram_mut()?;
-        let out = out.as_slice_mut::<f32>()?;
-        ensure!(
-            input.len() / plane_in == out.len() / plane_out,
-            "input and output hold different plane counts"
-        );
-        let cost = out.len() * g.kernel[0] * g.kernel[1];
         let columns = tap_columns(g);
-        threads::on_rows(out, plane_out, cost, |first, planes| {
-            for (i, out) in planes.chunks_exact_mut(plane_out).enumerate() {
-                pool_plane(g, &columns, &input[(first + i) * plane_in..][..plane_in], out);
-            }
-            Ok(())
+        // Each plane is written by `pool_plane`.
+        let output = new_planes(&inputs[0], &self.output_shape, [plane_in, plane_out], |input, out| {
+            let cost = out.len() * g.kernel[0] * g.kernel[1];
+            threads::on_rows(out, plane_out, cost, |first, planes| {
+                for (i, out) in planes.chunks_exact_mut(plane_out).enumerate() {
+                    pool_plane(g, &columns, &input[(first + i) * plane_in..][..plane_in], out);
+                }
+                Ok(())
+            })
         })?;
         Ok(tvec!(output.into_tvalue()))
     }
