@@ -10,8 +10,8 @@ use std::time::Instant;
 
 use cudarc::driver::sys::CUevent_flags;
 use edgert::cuda::device;
+use edgert::frame::{Frame, PixelFormat};
 use edgert::model::manifest::{Layout, PreprocessSpec, ResizeMode};
-use edgert::preprocess::frame::{Frame, PixelFormat};
 use edgert::preprocess::fused::FusedPreprocess;
 use edgert::preprocess::gpu::GpuPreprocess;
 

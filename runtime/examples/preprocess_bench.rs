@@ -6,10 +6,10 @@
 
 use std::time::Instant;
 
+use edgert::capture::mjpeg::MjpegDecoder;
+use edgert::frame::{Frame, PixelFormat};
 use edgert::model::manifest::{Layout, PreprocessSpec, ResizeMode};
-use edgert::preprocess::frame::{Frame, PixelFormat};
 use edgert::preprocess::fused::FusedPreprocess;
-use edgert::preprocess::mjpeg::MjpegDecoder;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

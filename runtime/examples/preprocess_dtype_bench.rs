@@ -8,8 +8,8 @@
 use std::time::Instant;
 
 use edgert::capture::synthetic::noise;
+use edgert::frame::{Frame, PixelFormat};
 use edgert::model::manifest::{Layout, PreprocessSpec, ResizeMode};
-use edgert::preprocess::frame::{Frame, PixelFormat};
 use edgert::preprocess::fused::FusedPreprocess;
 use edgert::tensor::InputView;
 use half::f16;

@@ -10,10 +10,12 @@ pub mod cli;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod error;
+pub mod frame;
 pub mod metrics;
 pub mod model;
 pub mod pipeline;
 pub mod postprocess;
+pub mod precision;
 pub mod preprocess;
 pub mod report;
 pub mod stream;

@@ -4,9 +4,10 @@
 use image::DynamicImage;
 
 use crate::backend::{PrepareOptions, Prepared, Selected, Session};
+use crate::frame::PixelFormat;
 use crate::model::Model;
 use crate::postprocess::{Postprocessor, Prediction};
-use crate::preprocess::fused::FusedPreprocess;
+use crate::preprocess::plan::FramePlan;
 use crate::preprocess::{Geometry, Preprocessor};
 use crate::tensor::HostTensor;
 use crate::{Error, Result};
@@ -88,7 +89,7 @@ impl Pipeline {
                 Sample::Image(image) => {
                     let pre = self.preprocessor.as_ref().map_err(|reason| Error::Usage(reason.clone()))?;
                     Some(
-                        pre.run(image, item)
+                        pre.run_image(image, item)
                             .map_err(|reason| Error::manifest(self.model.source_path(), reason))?,
                     )
                 }
@@ -115,13 +116,10 @@ impl Pipeline {
             .collect()
     }
 
-    /// The one-pass preprocessing from `width`×`height` camera frames into this model's input.
-    pub fn frame_preprocess(&self, width: usize, height: usize) -> Result<FusedPreprocess> {
-        self.preprocessor.as_ref().map_err(|reason| Error::Usage(reason.clone()))?;
-        let manifest = &self.model.manifest;
-        let (h, w, _) = manifest.image_geometry().expect("an image model: its preprocessor was made");
-        FusedPreprocess::new(&manifest.preprocess, w, h, manifest.input.layout, width, height)
-            .map_err(|reason| Error::manifest(self.model.source_path(), reason))
+    /// The preprocessing plan from `width`×`height` frames of `format` into this model's input.
+    pub fn frame_preprocess(&self, format: PixelFormat, width: usize, height: usize) -> Result<FramePlan> {
+        let pre = self.preprocessor.as_ref().map_err(|reason| Error::Usage(reason.clone()))?;
+        pre.plan(format, width, height).map_err(|reason| Error::manifest(self.model.source_path(), reason))
     }
 
     /// Inference and postprocessing borrowed apart, so each can run on its own thread.

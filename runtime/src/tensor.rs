@@ -4,9 +4,34 @@ use std::borrow::Cow;
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-use crate::model::InputDtype;
+/// The element type the model's input takes. Camera frames are preprocessed straight into it;
+/// images and tensors are made in f32, and the backend converts them once, as it hands the batch
+/// to its runtime (`tensor::InputView::to`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ElementType {
+    #[default]
+    F32,
+    F16,
+    /// Pixels as they are: clamped to 0..=255 and rounded, ties to even (the manifest's `scale` is then usually 1).
+    U8,
+}
+
+impl ElementType {
+    pub fn name(self) -> &'static str {
+        match self {
+            ElementType::F32 => "f32",
+            ElementType::F16 => "f16",
+            ElementType::U8 => "u8",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ElementType> {
+        [ElementType::F32, ElementType::F16, ElementType::U8].into_iter().find(|d| d.name() == name)
+    }
+}
 
 /// A dense f32 tensor in host memory, row-major.
 #[derive(Debug, Clone, PartialEq)]
@@ -143,11 +168,11 @@ pub enum InputData {
 }
 
 impl InputData {
-    pub fn zeros(dtype: InputDtype, len: usize) -> InputData {
+    pub fn zeros(dtype: ElementType, len: usize) -> InputData {
         match dtype {
-            InputDtype::F32 => InputData::F32(vec![0.0; len]),
-            InputDtype::F16 => InputData::F16(vec![f16::ZERO; len]),
-            InputDtype::U8 => InputData::U8(vec![0; len]),
+            ElementType::F32 => InputData::F32(vec![0.0; len]),
+            ElementType::F16 => InputData::F16(vec![f16::ZERO; len]),
+            ElementType::U8 => InputData::U8(vec![0; len]),
         }
     }
 

@@ -137,3 +137,30 @@ fn batch_of_four_gives_the_same_answer_as_batch_one() {
         assert_eq!(prediction.top1(), Some(single[0]));
     }
 }
+
+/// One preprocessing path: a photo given to `--input` and the same photo as a `file:` source's
+/// frame become the same input tensor, bit for bit, with a downscale first (bus.jpg and zidane.jpg
+/// shrink about 3× to the short side of 256) or without (chelsea.png, coffee.png).
+#[test]
+fn an_image_and_the_same_image_as_a_frame_give_the_same_tensor() {
+    use edgert::capture::source::{self, Capture, SourceOptions};
+    let p = pipeline("mobilenetv2_int8_qdq.toml");
+    for photo in ["bus.jpg", "chelsea.png", "coffee.png", "zidane.jpg"] {
+        let path = image(photo);
+        let decoded = capture::load_image(&path).unwrap();
+        let (from_image, geometries) = p.preprocess(&[Sample::Image(&decoded)]).unwrap();
+        let uri = format!("file:{}", path.display());
+        let mut source = source::open(&uri, &SourceOptions::default()).unwrap();
+        let Capture::Frame(captured) = source.capture(std::time::Duration::from_secs(5)).unwrap() else {
+            panic!("{photo}: no frame");
+        };
+        let frame = captured.frame;
+        let mut plan = p.frame_preprocess(frame.format, frame.width, frame.height).unwrap();
+        let mut from_frame = vec![0f32; plan.item_len()];
+        let geometry = plan.run(&frame, &mut from_frame).unwrap();
+        assert_eq!(from_image.data, from_frame, "{photo}");
+        assert_eq!(geometries[0], Some(geometry), "{photo}");
+        let shrinks = ["bus.jpg", "zidane.jpg"].contains(&photo);
+        assert_eq!(plan.downscales(), shrinks, "{photo}");
+    }
+}

@@ -77,7 +77,7 @@ fn the_variants_pipeline_outputs_are_recognised() {
     let pattern = |name: &str| {
         let model = Model::load(&model(name), &BareModelOptions::default()).unwrap();
         let r = inspect::inspect(&model).unwrap();
-        (r.precision, r.sparsity.pattern)
+        (r.precision.name(), r.sparsity.pattern)
     };
     assert_eq!(pattern("digits_mlp_2of4.toml"), ("fp32", "2:4"));
     assert_eq!(pattern("digits_mlp_pruned90.toml"), ("fp32", "unstructured"));

@@ -318,3 +318,21 @@ fn a_camera_the_user_may_not_open_says_how_to_get_access() {
         )
     );
 }
+
+/// The same photo through `--input` and `--source file:` gets the same classes and scores: the
+/// two run one preprocessing path (the tensors themselves are compared in tests/models.rs).
+#[test]
+fn input_and_source_file_give_the_same_prediction() {
+    let model = model("mobilenetv2_int8_qdq.toml").display().to_string();
+    for photo in ["bus.jpg", "chelsea.png"] {
+        let path = image(photo).display().to_string();
+        let out = edgert(&["run", "-m", &model, "--input", &path, "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let from_input: Value = serde_json::from_str(stdout(&out).lines().next().unwrap()).unwrap();
+        let uri = format!("file:{path}");
+        let out = edgert(&["run", "-m", &model, "--source", &uri, "--frames", "1", "--json"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        let from_source = &json_lines(&stdout(&out))[0];
+        assert_eq!(from_input["prediction"]["classes"], from_source["prediction"]["classes"], "{photo}");
+    }
+}

@@ -3,6 +3,7 @@
 use super::tract_model::{self, invalid, TractModel, TractPrepared};
 use super::{tract_ops, Backend, PrepareOptions, Prepared};
 use crate::model::Model;
+use crate::precision::Precision;
 use crate::{Error, Result};
 
 pub struct CpuBackend;
@@ -24,15 +25,14 @@ impl Backend for CpuBackend {
         })
     }
 
-    fn supports(&self, precision: &str) -> Result<(), String> {
+    fn supports(&self, precision: Precision) -> Result<(), String> {
         match precision {
-            "fp32" | "fp16" | "int8-qdq" => Ok(()),
-            "fp8" => {
+            Precision::Fp32 | Precision::Fp16 | Precision::Int8Qdq => Ok(()),
+            Precision::Fp8 => {
                 Err("tract has no FP8 kernels; FP8 needs a GPU of compute capability >= 8.9 (Orin is 8.7)"
                     .into())
             }
-            "engine" => Err(super::ENGINE_NEEDS_TENSORRT.into()),
-            other => Err(format!("unknown precision '{other}'")),
+            Precision::Engine => Err(super::ENGINE_NEEDS_TENSORRT.into()),
         }
     }
 

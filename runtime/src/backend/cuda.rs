@@ -8,6 +8,7 @@ use super::tract_model::{self, invalid, TractModel, TractPrepared};
 use super::{Backend, PrepareOptions, Prepared};
 use crate::error::one_line;
 use crate::model::Model;
+use crate::precision::Precision;
 use crate::{Error, Result};
 
 // tract-cuda registers its runtime when linked; nothing else of it is named here.
@@ -45,11 +46,11 @@ impl Backend for CudaBackend {
         ))
     }
 
-    fn supports(&self, precision: &str) -> Result<(), String> {
+    fn supports(&self, precision: Precision) -> Result<(), String> {
         match precision {
-            "fp32" | "fp16" | "int8-qdq" => Ok(()),
-            "fp8" => Err("tract's CUDA runtime has no FP8 kernels".into()),
-            "engine" => Err(super::ENGINE_NEEDS_TENSORRT.into()),
+            Precision::Fp32 | Precision::Fp16 | Precision::Int8Qdq => Ok(()),
+            Precision::Fp8 => Err("tract's CUDA runtime has no FP8 kernels".into()),
+            Precision::Engine => Err(super::ENGINE_NEEDS_TENSORRT.into()),
             other => Err(format!("unknown precision '{other}'")),
         }
     }

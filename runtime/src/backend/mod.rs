@@ -14,8 +14,19 @@ mod tract_model;
 pub mod tract_ops;
 
 use crate::model::Model;
+use crate::precision::Precision;
 use crate::tensor::{Batch, HostTensor, TensorSpec};
 use crate::{Error, Result};
+
+/// How backends run, from the command line or a program: each backend gets its own part when
+/// `select` makes it. Values, not process-wide state.
+#[derive(Debug, Clone, Default)]
+pub struct BackendOptions {
+    #[cfg(feature = "ort")]
+    pub ort: ort::OrtOptions,
+    #[cfg(feature = "tensorrt")]
+    pub tensorrt: tensorrt::TrtOptions,
+}
 
 /// How to prepare a model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -39,9 +50,8 @@ pub trait Backend: Send + Sync {
     /// What runs underneath, for reports: `tract-onnx 0.23.9`, `ONNX Runtime 1.32.0 (path)`.
     fn version(&self) -> Option<String>;
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>>;
-    /// Whether the backend has kernels for a weight precision (`fp32`, `fp16`, `int8-qdq`, `fp8`),
-    /// and why not.
-    fn supports(&self, precision: &str) -> Result<(), String>;
+    /// Whether the backend has kernels for a weight precision, and why not.
+    fn supports(&self, precision: Precision) -> Result<(), String>;
 }
 
 pub trait Prepared: Send + Sync {
@@ -95,16 +105,23 @@ pub struct DeviceTiming {
     pub enqueue_ms: f64,
 }
 
-/// Backends compiled into this binary, in priority order (GPU backends first once they exist).
+/// `registry_with` the default options.
 pub fn registry() -> Vec<Box<dyn Backend>> {
+    registry_with(&BackendOptions::default())
+}
+
+/// Backends compiled into this binary with their options, in priority order (GPU backends first).
+pub fn registry_with(options: &BackendOptions) -> Vec<Box<dyn Backend>> {
+    // Without the optional backends, `options` has no fields to read.
+    let _ = options;
     vec![
         #[cfg(feature = "tensorrt")]
-        Box::new(tensorrt::TensorrtBackend::default()),
+        Box::new(tensorrt::TensorrtBackend::with_options(options.tensorrt.clone())),
         #[cfg(feature = "cuda-backend")]
         Box::new(cuda::CudaBackend),
         Box::new(cpu::CpuBackend),
         #[cfg(feature = "ort")]
-        Box::new(ort::OrtBackend),
+        Box::new(ort::OrtBackend::new(options.ort.clone())),
     ]
 }
 
@@ -131,11 +148,17 @@ const GPU_BACKENDS: &[&str] = &["cuda", "tensorrt"];
 /// What the backends other than tensorrt say of a TensorRT engine's precision (`Model::precision`).
 pub const ENGINE_NEEDS_TENSORRT: &str = "a TensorRT engine runs only on --backend tensorrt";
 
-/// Resolves a backend name: a concrete backend, `gpu` (the best GPU backend, strictly) or
-/// `gpu-or-cpu` (the best GPU backend, else the CPU, saying so). Never a silent fallback.
+/// `select_with` and the default options.
 pub fn select(name: &str) -> Result<Selected> {
+    select_with(name, &BackendOptions::default())
+}
+
+/// Resolves a backend name: a concrete backend, `gpu` (the best GPU backend, strictly) or
+/// `gpu-or-cpu` (the best GPU backend, else the CPU, saying so), made with `options`. Never a
+/// silent fallback.
+pub fn select_with(name: &str, options: &BackendOptions) -> Result<Selected> {
     let requested = name.to_string();
-    let mut backends = registry();
+    let mut backends = registry_with(options);
     let known = || {
         let mut names: Vec<&str> = registry().iter().map(|b| b.name()).collect();
         names.extend(NOT_COMPILED.iter().map(|(n, _)| *n));

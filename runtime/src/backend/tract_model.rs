@@ -13,7 +13,8 @@ use tract_onnx::tract_hir::internal::DimLike;
 use super::tract_cache::{self, CacheKey, LoadCache};
 use super::{constant_dequantize, Prepared, Session};
 use crate::error::one_line;
-use crate::model::{onnx, InputDtype, Model};
+use crate::model::{onnx, Model};
+use crate::tensor::ElementType;
 use crate::tensor::{Batch, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
@@ -82,7 +83,7 @@ pub(super) fn analysed(
     model: &Model,
     proto: &pb::ModelProto,
     shape: &[usize],
-    dtype: InputDtype,
+    dtype: ElementType,
 ) -> Result<TypedModel> {
     let path = &model.onnx_path;
     let invalid = |stage: &str, e: TractError| invalid(path, stage, e);
@@ -97,9 +98,9 @@ pub(super) fn analysed(
         .position(|o| graph.node(o.node).name == model.manifest.input.name)
         .unwrap_or(0);
     let datum = match dtype {
-        InputDtype::F32 => f32::datum_type(),
-        InputDtype::F16 => f16::datum_type(),
-        InputDtype::U8 => u8::datum_type(),
+        ElementType::F32 => f32::datum_type(),
+        ElementType::F16 => f16::datum_type(),
+        ElementType::U8 => u8::datum_type(),
     };
     graph.set_input_fact(input_index, datum.fact(shape).into()).map_err(|e| invalid("input shape", e))?;
     graph.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| invalid("analysis", e))
@@ -110,7 +111,7 @@ pub struct TractPrepared {
     plan: Box<dyn Runnable>,
     inputs: Vec<TensorSpec>,
     outputs: Vec<TensorSpec>,
-    dtype: InputDtype,
+    dtype: ElementType,
     path: PathBuf,
     pool: Option<Arc<ThreadPool>>,
 }
@@ -155,7 +156,7 @@ impl Prepared for TractPrepared {
 struct TractSession {
     state: Box<dyn State>,
     expected: Vec<usize>,
-    dtype: InputDtype,
+    dtype: ElementType,
     path: PathBuf,
     pool: Option<Arc<ThreadPool>>,
 }
@@ -172,9 +173,9 @@ impl Session for TractSession {
         // tract wants its input owned: one copy (converted to the model's type where it is not
         // that already), small next to the model's own run.
         let tensor = match self.dtype {
-            InputDtype::F32 => Tensor::from_shape(input.shape, &input.values.to::<f32>()),
-            InputDtype::F16 => Tensor::from_shape(input.shape, &input.values.to::<f16>()),
-            InputDtype::U8 => Tensor::from_shape(input.shape, &input.values.to::<u8>()),
+            ElementType::F32 => Tensor::from_shape(input.shape, &input.values.to::<f32>()),
+            ElementType::F16 => Tensor::from_shape(input.shape, &input.values.to::<f16>()),
+            ElementType::U8 => Tensor::from_shape(input.shape, &input.values.to::<u8>()),
         }
         .map_err(failed)?;
         let state = &mut self.state;

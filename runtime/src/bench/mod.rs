@@ -14,10 +14,11 @@ use std::time::{Duration, Instant};
 
 use image::DynamicImage;
 
-use crate::backend::{self, PrepareOptions};
+use crate::backend::{self, BackendOptions, PrepareOptions};
 use crate::capture::source::SourceOptions;
 use crate::capture::{self, npz::TensorSet, synthetic};
 use crate::metrics::provenance::Provenance;
+use crate::metrics::stats::Stages;
 use crate::metrics::telemetry::Telemetry;
 use crate::metrics::{
     host::Host,
@@ -27,7 +28,7 @@ use crate::metrics::{
 use crate::model::{inspect, Model};
 use crate::pipeline::{Pipeline, Sample};
 use crate::{Error, Result};
-use report::{BackendInfo, BatchRun, BenchReport, ModelInfo, Settings, Stages};
+use report::{BackendInfo, BatchRun, BenchReport, ModelInfo, Settings};
 
 /// A stage's CoV above this gets a warning: the run is too noisy to compare against another.
 pub const COV_WARNING: f64 = 0.01;
@@ -35,6 +36,7 @@ pub const COV_WARNING: f64 = 0.01;
 #[derive(Debug, Clone)]
 pub struct BenchConfig {
     pub backend: String,
+    pub backend_options: BackendOptions,
     pub batches: Vec<usize>,
     pub threads: usize,
     pub warmup: Duration,
@@ -138,7 +140,7 @@ pub fn run(
     let mut warnings = Vec::new();
     let mut backend_info = None;
     for &batch in &config.batches {
-        let selected = backend::select(&config.backend)?;
+        let selected = backend::select_with(&config.backend, &config.backend_options)?;
         let options = PrepareOptions { batch, threads: config.threads };
         let started = Instant::now();
         let mut pipeline = Pipeline::open(model.clone(), selected, options)?;
@@ -199,7 +201,7 @@ pub fn run(
             path: model.source_path().display().to_string(),
             sha256: model.sha256.clone(),
             task: format!("{:?}", model.manifest.model.task).to_lowercase(),
-            precision: model.precision().to_string(),
+            precision: model.precision().name().to_string(),
             input_name: model.manifest.input.name.clone(),
             input_shape: model.input_shape(1),
             file_bytes,

@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use crate::metrics::host::Host;
 use crate::metrics::provenance::Provenance;
-use crate::metrics::stats::LatencyStats;
+use crate::metrics::stats::{LatencyStats, Stages};
 use crate::metrics::telemetry::run::RunTelemetry;
 
 pub const SCHEMA: &str = "edgert.bench/2";
@@ -122,25 +122,6 @@ impl DeviceStages {
             ("gpu compute", &self.compute),
             ("gpu d2h", &self.d2h),
             ("enqueue", &self.enqueue),
-        ]
-    }
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Stages {
-    pub preprocess: LatencyStats,
-    pub inference: LatencyStats,
-    pub postprocess: LatencyStats,
-    pub end_to_end: LatencyStats,
-}
-
-impl Stages {
-    pub fn named(&self) -> [(&'static str, &LatencyStats); 4] {
-        [
-            ("preprocess", &self.preprocess),
-            ("inference", &self.inference),
-            ("postprocess", &self.postprocess),
-            ("end_to_end", &self.end_to_end),
         ]
     }
 }

@@ -1,6 +1,7 @@
 //! Where inputs come from: image files and folders, labelled tensor sets (`.npz`), and
 //! synthetic frames; raw frame sources opened from a URI (`source`).
 
+pub mod mjpeg;
 pub mod npz;
 pub mod source;
 pub mod synthetic;

@@ -18,12 +18,8 @@ use crate::Error;
 
 #[derive(Args)]
 pub struct BenchArgs {
-    #[cfg(feature = "ort")]
     #[command(flatten)]
-    ort: super::ort_args::OrtArgs,
-    #[cfg(feature = "tensorrt")]
-    #[command(flatten)]
-    trt: super::trt_args::TrtArgs,
+    backend_flags: super::backend_args::BackendFlags,
     #[command(flatten)]
     model: ModelArgs,
     /// cpu, gpu (strict) or gpu-or-cpu (falls back to the CPU and says so).
@@ -60,6 +56,7 @@ impl BenchArgs {
         let sensing = self.power.settings()?;
         Ok(BenchConfig {
             backend: self.backend.clone(),
+            backend_options: self.backend_flags.options(),
             batches: self.batch.clone(),
             threads: timing.threads,
             warmup: timing.warmup,
@@ -78,10 +75,6 @@ impl BenchArgs {
 }
 
 pub fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    #[cfg(feature = "ort")]
-    args.ort.apply();
-    #[cfg(feature = "tensorrt")]
-    args.trt.apply();
     let stop = match &args.source.source {
         Some(_) => stop_on_signal()?,
         None => Arc::default(),

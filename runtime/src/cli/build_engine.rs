@@ -15,7 +15,7 @@ pub struct BuildEngineArgs {
     /// Engine precision (default: the model's own, INT8 for Q/DQ models).
     #[arg(long, value_enum, value_name = "P")]
     #[cfg(feature = "tensorrt")]
-    precision: Option<crate::backend::tensorrt::Precision>,
+    precision: Option<crate::backend::tensorrt::BuildPrecision>,
     /// Calibrator-based INT8 for a model without Q/DQ nodes (TensorRT 8.5 to 10): images (a
     /// folder, through the manifest's preprocessing) or an .npz of inputs. Implies --precision int8.
     #[arg(long, value_name = "DIR|NPZ")]

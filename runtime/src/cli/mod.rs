@@ -1,6 +1,7 @@
 //! The `edgert` command line: arguments are parsed and checked into a configuration before
 //! anything runs; errors print one line on stderr and exit 2 (bad input) or 1 (runtime failure).
 
+mod backend_args;
 mod bench;
 mod board_view;
 mod build_engine;
@@ -10,15 +11,12 @@ mod inspect;
 mod inspect_engine;
 mod measure_args;
 mod monitor;
-#[cfg(feature = "ort")]
-mod ort_args;
+mod prediction_text;
 mod prometheus;
 mod report;
 mod run;
 mod run_source;
 mod source_args;
-#[cfg(feature = "tensorrt")]
-mod trt_args;
 mod tune;
 mod validate;
 

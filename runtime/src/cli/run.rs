@@ -4,24 +4,18 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use clap::{ArgGroup, Args};
-use serde_json::json;
-
+use super::prediction_text::format_prediction;
 use super::{emit, ModelArgs};
 use crate::backend::{self, PrepareOptions};
 use crate::capture;
 use crate::pipeline::{Pipeline, Sample};
-use crate::postprocess::Prediction;
+use clap::{ArgGroup, Args};
 
 #[derive(Args)]
 #[command(group(ArgGroup::new("what").required(true).args(["input", "source"])))]
 pub struct RunArgs {
-    #[cfg(feature = "ort")]
     #[command(flatten)]
-    ort: super::ort_args::OrtArgs,
-    #[cfg(feature = "tensorrt")]
-    #[command(flatten)]
-    trt: super::trt_args::TrtArgs,
+    backend_flags: super::backend_args::BackendFlags,
     #[command(flatten)]
     model: ModelArgs,
     /// An image, a folder of images, or an .npz with `x` samples (and `y` labels).
@@ -50,16 +44,12 @@ pub struct RunArgs {
 }
 
 pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
-    #[cfg(feature = "ort")]
-    args.ort.apply();
-    #[cfg(feature = "tensorrt")]
-    args.trt.apply();
     args.source.check(&[("--frames", args.frames.is_some()), ("--duration-s", args.duration_s.is_some())])?;
     let mut model = args.model.load()?;
     if let Some(k) = args.top_k {
         model.manifest.classification.top_k = k as usize;
     }
-    let selected = backend::select(&args.backend)?;
+    let selected = backend::select_with(&args.backend, &args.backend_flags.options())?;
     if let Some(reason) = &selected.fallback {
         eprintln!("edgert: warning: backend {}: {reason}", selected.requested);
     }
@@ -117,47 +107,4 @@ fn run_tensors(pipeline: &mut Pipeline, input: &Path, json: bool) -> anyhow::Res
         );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn format_prediction(name: &str, prediction: &Prediction, label: Option<i64>, json: bool) -> String {
-    if json {
-        let mut value = json!({ "input": name, "prediction": prediction });
-        if let Some(label) = label {
-            value["label"] = json!(label);
-        }
-        return value.to_string();
-    }
-    let body = prediction_text(prediction);
-    match label {
-        Some(label) => format!("{name}: {body} (label {label})"),
-        None => format!("{name}: {body}"),
-    }
-}
-
-/// A prediction on one line, for people.
-pub(super) fn prediction_text(prediction: &Prediction) -> String {
-    match prediction {
-        Prediction::Classes(classes) => classes
-            .iter()
-            .map(|c| format!("{} {} {:.3}", c.class_id, c.label, c.score))
-            .collect::<Vec<_>>()
-            .join(", "),
-        Prediction::Boxes(boxes) => {
-            let list: Vec<String> = boxes
-                .iter()
-                .map(|d| {
-                    format!(
-                        "{} {:.2} [{:.0}, {:.0}, {:.0}, {:.0}]",
-                        d.label, d.score, d.bbox[0], d.bbox[1], d.bbox[2], d.bbox[3]
-                    )
-                })
-                .collect();
-            format!("{} objects: {}", boxes.len(), list.join("; "))
-        }
-        Prediction::Raw(outputs) => outputs
-            .iter()
-            .map(|o| format!("{} {:?} {:?}", o.name, o.shape, o.first_values))
-            .collect::<Vec<_>>()
-            .join("; "),
-    }
 }

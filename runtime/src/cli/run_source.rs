@@ -8,7 +8,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::emit;
-use super::run::prediction_text;
+use super::prediction_text::prediction_text;
 use super::source_args::{stop_on_signal, SourceArgs, INTERRUPTED};
 use crate::capture::source;
 use crate::metrics::stats::ms;

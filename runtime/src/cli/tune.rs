@@ -12,12 +12,8 @@ use crate::tune::{self, plot, TuneConfig, TuneReport};
 
 #[derive(Args)]
 pub struct TuneArgs {
-    #[cfg(feature = "ort")]
     #[command(flatten)]
-    ort: super::ort_args::OrtArgs,
-    #[cfg(feature = "tensorrt")]
-    #[command(flatten)]
-    trt: super::trt_args::TrtArgs,
+    backend_flags: super::backend_args::BackendFlags,
     /// The base model (usually FP32) every variant is validated against.
     #[arg(long, short, value_name = "M")]
     model: PathBuf,
@@ -42,10 +38,6 @@ pub struct TuneArgs {
 }
 
 pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
-    #[cfg(feature = "ort")]
-    args.ort.apply();
-    #[cfg(feature = "tensorrt")]
-    args.trt.apply();
     let timing = args.timing.settings()?;
     let base = load_model(&args.model)?;
     let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;
@@ -53,6 +45,7 @@ pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
     let sensing = args.power.settings()?;
     let config = TuneConfig {
         backends: args.backends.clone(),
+        backend_options: args.backend_flags.options(),
         budget: args.data.budget,
         threads: timing.threads,
         warmup: timing.warmup,

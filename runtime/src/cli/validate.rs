@@ -13,12 +13,8 @@ pub const OVER_BUDGET: u8 = 3;
 
 #[derive(Args)]
 pub struct ValidateArgs {
-    #[cfg(feature = "ort")]
     #[command(flatten)]
-    ort: super::ort_args::OrtArgs,
-    #[cfg(feature = "tensorrt")]
-    #[command(flatten)]
-    trt: super::trt_args::TrtArgs,
+    backend_flags: super::backend_args::BackendFlags,
     /// The model to compare against (manifest or .onnx), usually FP32.
     #[arg(long, value_name = "M")]
     reference: PathBuf,
@@ -60,16 +56,13 @@ impl DataArgs {
 }
 
 pub fn main(args: ValidateArgs) -> anyhow::Result<ExitCode> {
-    #[cfg(feature = "ort")]
-    args.ort.apply();
-    #[cfg(feature = "tensorrt")]
-    args.trt.apply();
     let reference = load_model(&args.reference)?;
     let candidate = load_model(&args.candidate)?;
     let data = args.data.load(&reference)?;
     let config = ValidateConfig {
         reference_backend: args.reference_backend.clone(),
         candidate_backend: args.candidate_backend.clone(),
+        backend_options: args.backend_flags.options(),
         threads: args.threads as usize,
         budget: args.data.budget,
     };

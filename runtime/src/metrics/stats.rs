@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A duration in milliseconds, the unit of every latency figure.
 pub fn ms(d: Duration) -> f64 {
@@ -10,7 +10,7 @@ pub fn ms(d: Duration) -> f64 {
 }
 
 /// Summary of one stage's latencies, in milliseconds.
-#[derive(Debug, Clone, PartialEq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
     pub count: usize,
     pub min_ms: f64,
@@ -65,6 +65,26 @@ pub fn percentile_curve(samples: &[f64]) -> Vec<f64> {
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
     let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Latency per stage of the pipeline (bench reports, camera runs), as written and read back.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stages {
+    pub preprocess: LatencyStats,
+    pub inference: LatencyStats,
+    pub postprocess: LatencyStats,
+    pub end_to_end: LatencyStats,
+}
+
+impl Stages {
+    pub fn named(&self) -> [(&'static str, &LatencyStats); 4] {
+        [
+            ("preprocess", &self.preprocess),
+            ("inference", &self.inference),
+            ("postprocess", &self.postprocess),
+            ("end_to_end", &self.end_to_end),
+        ]
+    }
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use tract_onnx::prelude::*;
 
 use super::{onnx, Model};
 use crate::error::one_line;
+use crate::precision::Precision;
 use crate::tensor::TensorSpec;
 use crate::{Error, Result};
 
@@ -31,7 +32,7 @@ pub struct InspectReport {
     /// Multiply-accumulates of Conv, Gemm and MatMul at batch 1; null when shapes are unknown.
     pub macs: Option<u64>,
     /// `fp32`, `fp16` or `int8-qdq`.
-    pub precision: &'static str,
+    pub precision: Precision,
     pub sparsity: Sparsity,
 }
 
@@ -64,7 +65,7 @@ fn pattern(s: &Sparsity) -> &'static str {
 }
 
 /// Weight precision from the graph alone: Q/DQ on integer weights, else the dominant float type.
-pub fn precision(proto: &pb::ModelProto) -> &'static str {
+pub fn precision(proto: &pb::ModelProto) -> Precision {
     let graph = onnx::graph(proto);
     let int_weights: std::collections::HashSet<&str> = graph
         .initializer
@@ -79,18 +80,18 @@ pub fn precision(proto: &pb::ModelProto) -> &'static str {
     });
     // ONNX FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2, FLOAT8E5M2FNUZ.
     if graph.initializer.iter().any(|t| (17..=20).contains(&t.data_type)) {
-        return "fp8";
+        return Precision::Fp8;
     }
     if quantized {
-        return "int8-qdq";
+        return Precision::Int8Qdq;
     }
     let bytes = |dt: DataType| -> usize {
         graph.initializer.iter().filter(|t| t.data_type == dt as i32).map(|t| element_count(t) as usize).sum()
     };
     if bytes(DataType::Float16) > bytes(DataType::Float) {
-        "fp16"
+        Precision::Fp16
     } else {
-        "fp32"
+        Precision::Fp32
     }
 }
 

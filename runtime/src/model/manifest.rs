@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::tensor::ElementType;
 use crate::{Error, Result};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -51,34 +52,7 @@ pub struct InputSection {
     #[serde(default)]
     pub layout: Layout,
     #[serde(default)]
-    pub dtype: InputDtype,
-}
-
-/// The element type the model's input takes. Camera frames are preprocessed straight into it;
-/// images and tensors are made in f32, and the backend converts them once, as it hands the batch
-/// to its runtime (`tensor::InputView::to`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum InputDtype {
-    #[default]
-    F32,
-    F16,
-    /// Pixels as they are: clamped to 0..=255 and rounded, ties to even (the manifest's `scale` is then usually 1).
-    U8,
-}
-
-impl InputDtype {
-    pub fn name(self) -> &'static str {
-        match self {
-            InputDtype::F32 => "f32",
-            InputDtype::F16 => "f16",
-            InputDtype::U8 => "u8",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<InputDtype> {
-        [InputDtype::F32, InputDtype::F16, InputDtype::U8].into_iter().find(|d| d.name() == name)
-    }
+    pub dtype: ElementType,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 
 use tract_onnx::pb;
 
-pub use manifest::{InputDtype, Manifest, Task};
+pub use manifest::{Manifest, Task};
 
-use crate::tensor::TensorSpec;
+use crate::precision::Precision;
+use crate::tensor::{ElementType, TensorSpec};
 use crate::{Error, Result};
 
 /// Choices for a bare `.onnx`, which has no manifest to say them.
@@ -113,8 +114,8 @@ impl Model {
     }
 
     /// Weight precision (`inspect::precision`), or `engine` for a TensorRT engine.
-    pub fn precision(&self) -> &'static str {
-        self.proto.as_deref().map_or("engine", inspect::precision)
+    pub fn precision(&self) -> Precision {
+        self.proto.as_deref().map_or(Precision::Engine, inspect::precision)
     }
 
     /// The file the user named: the manifest if there is one, else the ONNX file.
@@ -231,8 +232,8 @@ fn bare_manifest(
         ));
     }
     let dtype = match input.dtype.as_str() {
-        "unknown" => InputDtype::F32,
-        name => InputDtype::from_name(name).ok_or_else(|| {
+        "unknown" => ElementType::F32,
+        name => ElementType::from_name(name).ok_or_else(|| {
             Error::input(
                 path,
                 format!("input '{}' is {name}; edgert feeds f32, f16 or u8 inputs", input.name),
@@ -277,7 +278,7 @@ scale = {scale:?}
         channels = if channels == 1 { "gray" } else { "rgb" },
         dtype = dtype.name(),
         // A u8 input takes pixels as they are.
-        scale = if dtype == InputDtype::U8 { 1.0 } else { 1.0 / 255.0 },
+        scale = if dtype == ElementType::U8 { 1.0 } else { 1.0 / 255.0 },
     );
     let mut manifest: Manifest =
         toml::from_str(&toml).map_err(|e| Error::input(path, format!("cannot describe model: {e}")))?;

@@ -4,8 +4,9 @@
 //! type (f32, f16 or u8, converted as each value is stored: no second pass). The
 //! sampling taps of every output row and column are computed once per frame size, not per frame.
 
-use super::frame::{luma, yuv_values_to_rgb, Frame, PixelFormat};
+use super::colour::{luma, yuv_values_to_rgb};
 use super::Geometry;
+use crate::frame::{Frame, PixelFormat};
 use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
 use crate::tensor::InputElement;
 
@@ -29,11 +30,25 @@ pub(super) struct Placement {
     pub origin_y: i64,
 }
 
+impl Placement {
+    /// Where the model's input pixels came from in a `source_w`×`source_h` source.
+    pub(super) fn geometry(&self, source_w: usize, source_h: usize) -> Geometry {
+        Geometry {
+            source_width: source_w as u32,
+            source_height: source_h as u32,
+            scale_x: self.resized_w as f32 / source_w as f32,
+            scale_y: self.resized_h as f32 / source_h as f32,
+            offset_x: -self.origin_x as f32,
+            offset_y: -self.origin_y as f32,
+        }
+    }
+}
+
 fn scaled(size: usize, scale: f64) -> usize {
     ((size as f64 * scale).round() as usize).max(1)
 }
 
-/// The placement for a mode, as `Preprocessor` (the image path) does it.
+/// The placement for a mode: how large the source becomes, and where the input's origin falls.
 pub(super) fn placement(
     spec: &PreprocessSpec,
     sw: usize,
@@ -112,6 +127,21 @@ impl FusedPreprocess {
         source_h: usize,
     ) -> Result<FusedPreprocess, String> {
         let place = placement(spec, source_w, source_h, width, height)?;
+        let geometry = place.geometry(source_w, source_h);
+        Ok(FusedPreprocess::placed(spec, width, height, layout, (source_w, source_h), place, geometry))
+    }
+
+    /// Plans the pass for a placement decided elsewhere (`plan::FramePlan`, after its antialiased
+    /// downscale); `geometry` maps back to the original source.
+    pub(super) fn placed(
+        spec: &PreprocessSpec,
+        width: usize,
+        height: usize,
+        layout: Layout,
+        (source_w, source_h): (usize, usize),
+        place: Placement,
+        geometry: Geometry,
+    ) -> FusedPreprocess {
         let columns: Vec<Tap> =
             (0..width).map(|x| linear_tap(x as i64 + place.origin_x, place.resized_w, source_w)).collect();
         let rows =
@@ -123,15 +153,7 @@ impl FusedPreprocess {
             gain[c] = spec.scale * inv_std;
             bias[c] = -per_channel(&spec.mean, c) * inv_std;
         }
-        let geometry = Geometry {
-            source_width: source_w as u32,
-            source_height: source_h as u32,
-            scale_x: place.resized_w as f32 / source_w as f32,
-            scale_y: place.resized_h as f32 / source_h as f32,
-            offset_x: -place.origin_x as f32,
-            offset_y: -place.origin_y as f32,
-        };
-        Ok(FusedPreprocess {
+        FusedPreprocess {
             width,
             height,
             channels: spec.channels,
@@ -145,7 +167,7 @@ impl FusedPreprocess {
             columns,
             rows,
             geometry,
-        })
+        }
     }
 
     /// Values in the output (one batch item).

@@ -3,9 +3,10 @@
 use half::f16;
 use proptest::prelude::*;
 
-use super::frame::{yuv_to_rgb, Frame, PixelFormat};
+use super::colour::yuv_to_rgb;
 use super::fused::FusedPreprocess;
 use super::reference;
+use crate::frame::{Frame, PixelFormat};
 use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
 use crate::tensor::InputView;
 

@@ -11,11 +11,11 @@ use cudarc::driver::{
     PushKernelArg,
 };
 
-use super::frame::{Frame, PixelFormat};
 use super::fused::{FusedPreprocess, Tap};
 use super::Geometry;
 use crate::cuda::host::FrameUpload;
 use crate::cuda::{compile, driver_error, GpuError};
+use crate::frame::{Frame, PixelFormat};
 use crate::model::manifest::{ChannelOrder, Layout};
 
 /// The kernels' source, compiled at first use.

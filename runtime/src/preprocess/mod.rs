@@ -1,21 +1,24 @@
-//! Image preprocessing, all read from the manifest: resize (stretch, letterbox, centre-crop),
-//! scale, mean/std, channel order and layout, into one f32 batch item. `fused` does the same in one
-//! pass from raw camera frames (`frame`), into f32 or the f16 or u8 a model takes, checked against
-//! `reference`.
+//! Preprocessing, all read from the manifest: colour conversion, resize (stretch, letterbox,
+//! centre-crop), scale, mean/std, channel order, layout and element type. One path for everything:
+//! a camera frame, a recording's frame or a decoded image (as an RGB24 or GREY frame) goes through
+//! `plan::FramePlan`: the one-pass `fused` conversion, after an antialiased downscale where the
+//! recipe shrinks the frame more than 2×. `reference` is the slow, obviously correct version for tests.
 
-pub mod frame;
+mod colour;
 pub mod fused;
 #[cfg(feature = "cuda")]
 pub mod gpu;
-pub mod mjpeg;
+pub mod plan;
 pub mod reference;
 
-use image::imageops::{self, FilterType};
-use image::{DynamicImage, ImageBuffer, Pixel};
+use image::DynamicImage;
 
-use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
+use crate::frame::{Frame, PixelFormat};
+use crate::model::manifest::{Layout, PreprocessSpec};
 use crate::model::Model;
+use crate::tensor::InputElement;
 use crate::{Error, Result};
+use plan::FramePlan;
 
 /// Where the model's input pixels came from: `input = source * scale + offset`, per axis.
 /// Postprocessing uses it to map boxes back onto the source image.
@@ -36,11 +39,12 @@ impl Geometry {
     }
 }
 
+/// A model's image input: what every frame or image is preprocessed into.
 #[derive(Debug, Clone)]
 pub struct Preprocessor {
     spec: PreprocessSpec,
-    width: u32,
-    height: u32,
+    width: usize,
+    height: usize,
     layout: Layout,
 }
 
@@ -63,108 +67,45 @@ impl Preprocessor {
                 ),
             ));
         }
-        Ok(Preprocessor {
-            spec: manifest.preprocess.clone(),
-            width: width as u32,
-            height: height as u32,
-            layout: manifest.input.layout,
-        })
+        Ok(Preprocessor::new(manifest.preprocess.clone(), width, height, manifest.input.layout))
+    }
+
+    pub fn new(spec: PreprocessSpec, width: usize, height: usize, layout: Layout) -> Preprocessor {
+        Preprocessor { spec, width, height, layout }
     }
 
     /// Values in one batch item.
     pub fn item_len(&self) -> usize {
-        (self.width * self.height) as usize * self.spec.channels.channels()
+        self.width * self.height * self.spec.channels.channels()
     }
 
-    /// Writes one batch item into `out` (`item_len` values).
-    pub fn run(&self, image: &DynamicImage, out: &mut [f32]) -> Result<Geometry, String> {
-        match self.spec.channels {
-            ChannelOrder::Gray => self.run_typed(&image.to_luma8(), out),
-            ChannelOrder::Rgb | ChannelOrder::Bgr => self.run_typed(&image.to_rgb8(), out),
-        }
+    /// The plan for frames of one format and size.
+    pub fn plan(&self, format: PixelFormat, width: usize, height: usize) -> Result<FramePlan, String> {
+        FramePlan::new(&self.spec, (self.width, self.height), self.layout, format, (width, height))
     }
 
-    fn run_typed<P>(&self, image: &ImageBuffer<P, Vec<u8>>, out: &mut [f32]) -> Result<Geometry, String>
-    where
-        P: Pixel<Subpixel = u8> + 'static,
-    {
-        let (canvas, geometry) = self.fit(image)?;
-        self.normalize(canvas.as_raw(), out);
-        Ok(geometry)
-    }
-
-    /// Resizes the image onto a canvas of exactly the input size.
-    fn fit<P>(&self, image: &ImageBuffer<P, Vec<u8>>) -> Result<(ImageBuffer<P, Vec<u8>>, Geometry), String>
-    where
-        P: Pixel<Subpixel = u8> + 'static,
-    {
-        let (sw, sh) = image.dimensions();
-        let (w, h) = (self.width, self.height);
-        let geometry = |scale_x: f32, scale_y: f32, offset_x: f32, offset_y: f32| Geometry {
-            source_width: sw,
-            source_height: sh,
-            scale_x,
-            scale_y,
-            offset_x,
-            offset_y,
-        };
-        Ok(match self.spec.resize {
-            ResizeMode::None => {
-                if (sw, sh) != (w, h) {
-                    return Err(format!("image is {sw}x{sh}, the model wants {w}x{h} and resize is 'none'"));
-                }
-                (image.clone(), geometry(1.0, 1.0, 0.0, 0.0))
-            }
-            ResizeMode::Stretch => {
-                let resized = imageops::resize(image, w, h, FilterType::Triangle);
-                (resized, geometry(w as f32 / sw as f32, h as f32 / sh as f32, 0.0, 0.0))
-            }
-            ResizeMode::Letterbox => {
-                let s = (w as f32 / sw as f32).min(h as f32 / sh as f32);
-                let (nw, nh) = (scaled(sw, s).min(w), scaled(sh, s).min(h));
-                let resized = imageops::resize(image, nw, nh, FilterType::Triangle);
-                let pad = P::from_slice(&[self.spec.pad_value; 4][..P::CHANNEL_COUNT as usize]).to_owned();
-                let mut canvas = ImageBuffer::from_pixel(w, h, pad);
-                let (x, y) = ((w - nw) / 2, (h - nh) / 2);
-                imageops::replace(&mut canvas, &resized, x as i64, y as i64);
-                (canvas, geometry(nw as f32 / sw as f32, nh as f32 / sh as f32, x as f32, y as f32))
-            }
-            ResizeMode::CenterCrop => {
-                let short = self.spec.resize_short_side.unwrap_or(w.max(h)) as f32;
-                // Never smaller than the crop, whatever the manifest says.
-                let s = (short / sw.min(sh) as f32).max(w as f32 / sw as f32).max(h as f32 / sh as f32);
-                let (nw, nh) = (scaled(sw, s).max(w), scaled(sh, s).max(h));
-                let resized = imageops::resize(image, nw, nh, FilterType::Triangle);
-                let (x, y) = ((nw - w) / 2, (nh - h) / 2);
-                let crop = imageops::crop_imm(&resized, x, y, w, h).to_image();
-                (crop, geometry(nw as f32 / sw as f32, nh as f32 / sh as f32, -(x as f32), -(y as f32)))
-            }
-        })
-    }
-
-    /// Interleaved 0..255 pixels → scaled, normalized values in the model's order and layout.
-    fn normalize(&self, pixels: &[u8], out: &mut [f32]) {
-        let channels = self.spec.channels.channels();
-        let plane = (self.width * self.height) as usize;
-        let per_channel = |values: &[f32], c: usize| if values.len() == 1 { values[0] } else { values[c] };
-        for c in 0..channels {
-            let source_c = if self.spec.channels == ChannelOrder::Bgr { 2 - c } else { c };
-            let mean = per_channel(&self.spec.mean, c);
-            let inv_std = 1.0 / per_channel(&self.spec.std, c);
-            for i in 0..plane {
-                let v = (pixels[i * channels + source_c] as f32 * self.spec.scale - mean) * inv_std;
-                let at = match self.layout {
-                    Layout::Nchw => c * plane + i,
-                    Layout::Nhwc => i * channels + c,
-                };
-                out[at] = v;
-            }
-        }
+    /// Writes one batch item for a decoded image into `out` (`item_len` values): the image as an
+    /// RGB24 frame (GREY when it has one channel), through the same plan a camera frame takes.
+    pub fn run_image<T: InputElement>(
+        &self,
+        image: &DynamicImage,
+        out: &mut [T],
+    ) -> Result<Geometry, String> {
+        let (format, pixels) = image_pixels(image);
+        let (width, height) = (image.width() as usize, image.height() as usize);
+        let frame = Frame::new(format, width, height, format.min_stride(width), &pixels)?;
+        self.plan(format, width, height)?.run(&frame, out)
     }
 }
 
-fn scaled(size: u32, scale: f32) -> u32 {
-    ((size as f32 * scale).round() as u32).max(1)
+/// A decoded image's pixels as a frame's bytes: 8-bit grey stays grey, anything else becomes RGB24
+/// (alpha dropped, 16-bit and float samples scaled to 8 bits).
+fn image_pixels(image: &DynamicImage) -> (PixelFormat, std::borrow::Cow<'_, [u8]>) {
+    match image {
+        DynamicImage::ImageLuma8(grey) => (PixelFormat::Grey, grey.as_raw().into()),
+        DynamicImage::ImageRgb8(rgb) => (PixelFormat::Rgb24, rgb.as_raw().into()),
+        other => (PixelFormat::Rgb24, other.to_rgb8().into_raw().into()),
+    }
 }
 
 #[cfg(test)]

@@ -2,8 +2,9 @@
 //! RGB image, resize it (bilinear, OpenCV's pixel-centre convention), place it (letterbox or crop),
 //! then normalize and lay out, one step at a time.
 
-use super::frame::{luma, yuv_to_rgb, Frame, PixelFormat};
+use super::colour::{luma, yuv_to_rgb};
 use super::fused::placement;
+use crate::frame::{Frame, PixelFormat};
 use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec};
 
 /// Every pixel of the frame as RGB, row by row.

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::bench::report::SCHEMA;
-use crate::metrics::stats::LatencyStats;
+use crate::metrics::stats::Stages;
 use crate::{Error, Result};
 
 /// One report file: where it ran, what ran, and its runs (one per batch size).
@@ -42,11 +42,6 @@ pub struct Run {
 pub struct Power {
     pub mean_w: Option<f64>,
     pub energy_per_inference_mj: Option<f64>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-pub struct Stages {
-    pub end_to_end: LatencyStats,
 }
 
 #[derive(Deserialize)]

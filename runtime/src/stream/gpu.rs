@@ -30,7 +30,7 @@ mod enabled {
 
     use crate::backend::DeviceInput;
     use crate::cuda::{device, driver_error, GpuError};
-    use crate::preprocess::frame::Frame;
+    use crate::frame::Frame;
     use crate::preprocess::fused::FusedPreprocess;
     use crate::preprocess::gpu::GpuPreprocess;
     use crate::preprocess::Geometry;
@@ -113,7 +113,7 @@ pub use disabled::{DeviceBatch, GpuStage};
 #[cfg(not(feature = "cuda"))]
 mod disabled {
     use crate::backend::DeviceInput;
-    use crate::preprocess::frame::Frame;
+    use crate::frame::Frame;
     use crate::preprocess::fused::FusedPreprocess;
     use crate::preprocess::Geometry;
     use crate::{Error, Result};
@@ -157,7 +157,8 @@ mod disabled {
     }
 }
 
-/// Opens the GPU stage when asked for.
+/// Opens the GPU stage when asked for. The kernel runs the fused pass alone: frames shrunk more
+/// than 2× are sampled bilinearly there, without the CPU path's antialiased downscale.
 pub fn open(
     on_gpu: bool,
     fused: &FusedPreprocess,
@@ -177,8 +178,8 @@ pub fn open(
 #[cfg(all(test, feature = "cuda"))]
 mod tests {
     use super::{DeviceBatch, GpuStage};
+    use crate::frame::{Frame, PixelFormat};
     use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
-    use crate::preprocess::frame::{Frame, PixelFormat};
     use crate::preprocess::fused::FusedPreprocess;
 
     #[test]

@@ -15,9 +15,9 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::bench::report::Stages;
 use crate::capture::source::FrameSource;
 use crate::metrics::stats::LatencyStats;
+use crate::metrics::stats::Stages;
 use crate::pipeline::Pipeline;
 use crate::postprocess::Prediction;
 use crate::Result;
@@ -128,14 +128,14 @@ pub fn run(
     on_result: &mut dyn FnMut(&FrameResult) -> std::result::Result<(), String>,
 ) -> Result<StreamRun> {
     let info = source.info().clone();
-    let fused = pipeline.frame_preprocess(info.width, info.height)?;
+    let plan = pipeline.frame_preprocess(info.format, info.width, info.height)?;
     let input_shape = pipeline.model.input_shape(pipeline.options.batch);
     let input_spec = pipeline.prepared().inputs()[0].clone();
     // The CPU pass writes the manifest's input type (the model's, checked when it loaded).
     let input_dtype = pipeline.model.manifest.input.dtype;
     let backend = pipeline.backend.clone();
     let (session, postprocess) = pipeline.split();
-    let gpu = gpu::open(config.gpu_preprocess, &fused, session, &backend, &input_spec, &input_shape)?;
+    let gpu = gpu::open(config.gpu_preprocess, plan.fused(), session, &backend, &input_spec, &input_shape)?;
     let preprocess_on = match &gpu {
         None => "cpu",
         Some(gpu) if gpu.is_zero_copy() => "gpu-zero-copy",
@@ -143,7 +143,7 @@ pub fn run(
     };
     let measured = stages::run(
         &info,
-        fused,
+        plan,
         gpu,
         &input_shape,
         input_dtype,

@@ -11,12 +11,12 @@ use super::{Buffers, Ending, FrameResult, StreamConfig};
 use crate::backend::Session;
 use crate::capture::source::{Capture, FrameSource, SourceInfo};
 use crate::error::one_line;
+use crate::frame::Frame;
 use crate::metrics::stats::ms;
-use crate::model::InputDtype;
 use crate::pipeline::Postprocess;
-use crate::preprocess::frame::Frame;
-use crate::preprocess::fused::FusedPreprocess;
+use crate::preprocess::plan::FramePlan;
 use crate::preprocess::Geometry;
+use crate::tensor::ElementType;
 use crate::tensor::{Batch, HostTensor, InputData};
 
 /// A source waits at most this long per call, so a stop request is seen promptly.
@@ -76,10 +76,10 @@ fn joined<T>(name: &str, result: std::thread::Result<T>) -> T {
 #[allow(clippy::too_many_arguments)]
 pub(super) fn run(
     info: &SourceInfo,
-    fused: FusedPreprocess,
+    plan: FramePlan,
     gpu: Option<GpuStage>,
     input_shape: &[usize],
-    input_dtype: InputDtype,
+    input_dtype: ElementType,
     session: &mut dyn Session,
     postprocess: &Postprocess,
     config: &StreamConfig,
@@ -115,7 +115,7 @@ pub(super) fn run(
     let (capture, preprocessed, inferred, posted) = std::thread::scope(|s| {
         let capture = s.spawn(|| capture_stage(source, info, config, stop, &abort, &frames, to_preprocess));
         let preprocessed = s.spawn(|| {
-            let passes = Passes { fused: &fused, gpu };
+            let passes = Passes { plan, gpu };
             preprocess_stage(info, passes, batch, &abort, &frames, &tensors, preprocess_in, to_inference)
         });
         let inferred =
@@ -214,22 +214,22 @@ fn capture_stage(
 }
 
 /// The preprocessing pass: on the CPU into the batch tensor, or on the GPU into GPU memory.
-struct Passes<'a> {
-    fused: &'a FusedPreprocess,
+struct Passes {
+    plan: FramePlan,
     gpu: Option<GpuStage>,
 }
 
-impl Passes<'_> {
+impl Passes {
     fn fill(&mut self, slot: &mut BatchSlot, k: usize, frame: &Frame) -> Result<Geometry, String> {
         match &mut self.gpu {
             Some(gpu) => gpu.fill(&mut slot.device, k, frame),
             None => {
-                let len = self.fused.item_len();
+                let len = self.plan.item_len();
                 let item = k * len..(k + 1) * len;
                 match &mut slot.values {
-                    InputData::F32(values) => self.fused.run(frame, &mut values[item]),
-                    InputData::F16(values) => self.fused.run(frame, &mut values[item]),
-                    InputData::U8(values) => self.fused.run(frame, &mut values[item]),
+                    InputData::F32(values) => self.plan.run(frame, &mut values[item]),
+                    InputData::F16(values) => self.plan.run(frame, &mut values[item]),
+                    InputData::U8(values) => self.plan.run(frame, &mut values[item]),
                 }
             }
         }

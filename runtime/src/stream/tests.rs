@@ -6,8 +6,8 @@ use super::*;
 use crate::backend::{self, PrepareOptions};
 use crate::capture::source::synthetic::Synthetic;
 use crate::capture::source::{Capture, SourceInfo};
+use crate::frame::PixelFormat;
 use crate::model::Model;
-use crate::preprocess::frame::PixelFormat;
 use crate::{Error, Result};
 
 fn pipeline(batch: usize) -> Pipeline {

@@ -9,17 +9,19 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::backend::{self, BackendOptions};
 use crate::bench::{self, BenchConfig, Progress, Sensing};
 use crate::metrics::memory;
 use crate::model::Model;
 use crate::validate::{self, data::Dataset, ValidateConfig};
-use crate::{backend, Error, Result};
+use crate::{Error, Result};
 
 pub const SCHEMA: &str = "edgert.tune/1";
 
 #[derive(Debug, Clone)]
 pub struct TuneConfig {
     pub backends: Vec<String>,
+    pub backend_options: BackendOptions,
     pub budget: f64,
     pub threads: usize,
     pub warmup: Duration,
@@ -90,7 +92,7 @@ pub fn tune(
         let precision = model.precision();
         let variant = model.source_path().display().to_string();
         for backend_name in &config.backends {
-            let selected = backend::select(backend_name)?;
+            let selected = backend::select_with(backend_name, &config.backend_options)?;
             if let Err(reason) = selected.backend.supports(precision) {
                 skipped.push(Skipped { variant: variant.clone(), backend: backend_name.clone(), reason });
                 continue;
@@ -103,6 +105,7 @@ pub fn tune(
                 &ValidateConfig {
                     reference_backend: reference_backend.clone(),
                     candidate_backend: backend_name.clone(),
+                    backend_options: config.backend_options.clone(),
                     threads: config.threads,
                     budget: config.budget,
                 },
@@ -114,6 +117,7 @@ pub fn tune(
                 Duration::ZERO,
                 &BenchConfig {
                     backend: backend_name.clone(),
+                    backend_options: config.backend_options.clone(),
                     batches: vec![1],
                     threads: config.threads,
                     warmup: config.warmup,

@@ -7,7 +7,7 @@ pub mod map;
 
 use serde::Serialize;
 
-use crate::backend::{self, PrepareOptions};
+use crate::backend::{self, BackendOptions, PrepareOptions};
 use crate::capture;
 use crate::model::{Model, Task};
 use crate::pipeline::{Pipeline, Sample};
@@ -24,6 +24,7 @@ const WORST: usize = 5;
 pub struct ValidateConfig {
     pub reference_backend: String,
     pub candidate_backend: String,
+    pub backend_options: BackendOptions,
     pub threads: usize,
     /// Allowed loss as a fraction: 0.01 keeps ≥ 99 % of the reference's quality (MLPerf's rule).
     pub budget: f64,
@@ -81,9 +82,9 @@ pub struct ValidateReport {
     pub gate: Gate,
 }
 
-fn open(model: &Model, backend_name: &str, threads: usize) -> Result<Pipeline> {
-    let selected = backend::select(backend_name)?;
-    Pipeline::open(model.clone(), selected, PrepareOptions { batch: 1, threads })
+fn open(model: &Model, backend_name: &str, config: &ValidateConfig) -> Result<Pipeline> {
+    let selected = backend::select_with(backend_name, &config.backend_options)?;
+    Pipeline::open(model.clone(), selected, PrepareOptions { batch: 1, threads: config.threads })
 }
 
 /// Raw outputs and the prediction of one sample.
@@ -120,8 +121,8 @@ pub fn validate(
     if data.is_empty() {
         return Err(Error::input(&data.path, "holds no samples"));
     }
-    let mut ref_pipe = open(reference, &config.reference_backend, config.threads)?;
-    let mut cand_pipe = open(candidate, &config.candidate_backend, config.threads)?;
+    let mut ref_pipe = open(reference, &config.reference_backend, config)?;
+    let mut cand_pipe = open(candidate, &config.candidate_backend, config)?;
     // Top-5 needs five classes from the candidate whatever its manifest says.
     cand_pipe.model.manifest.classification.top_k = cand_pipe.model.manifest.classification.top_k.max(5);
 
@@ -191,7 +192,7 @@ pub fn validate(
     let side = |m: &Model, p: &Pipeline, accuracy| Side {
         model: m.source_path().display().to_string(),
         sha256: m.sha256.clone(),
-        precision: m.precision().to_string(),
+        precision: m.precision().name().to_string(),
         backend: p.backend.clone(),
         accuracy,
     };

@@ -4,17 +4,9 @@
 //! file and what was found, not a crash.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
 
 /// The oldest ONNX Runtime whose API `ort` is built for (`api-17` in Cargo.toml).
 pub const MIN_MINOR: u32 = 17;
-
-static FLAG: OnceLock<PathBuf> = OnceLock::new();
-
-/// The library named by `--ort-lib`; it wins over `ORT_DYLIB_PATH` and the search.
-pub fn set_library(path: PathBuf) {
-    let _ = FLAG.set(path);
-}
 
 /// Folders searched when neither the flag nor the variable names a library.
 fn search_folders() -> Vec<PathBuf> {
@@ -59,9 +51,10 @@ fn find_in(dir: &Path) -> Option<PathBuf> {
     })
 }
 
-/// Where the library is, or an error naming every place looked at and the fix.
-pub fn resolve() -> Result<PathBuf, String> {
-    if let Some(path) = FLAG.get() {
+/// Where the library is: `flag` (`--ort-lib`) wins over `ORT_DYLIB_PATH` and the search; or an
+/// error naming every place looked at and the fix.
+pub fn resolve(flag: Option<&Path>) -> Result<PathBuf, String> {
+    if let Some(path) = flag {
         return existing(path, "--ort-lib");
     }
     if let Some(path) = std::env::var_os("ORT_DYLIB_PATH").filter(|v| !v.is_empty()) {

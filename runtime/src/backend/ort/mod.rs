@@ -14,16 +14,28 @@ use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
 use ort::session::SessionInputValue;
 use ort::value::{PrimitiveTensorElementType, Tensor, TensorRef};
 
-pub use self::library::set_library;
-pub use self::options::{configure, OrtOptions, Provider};
+pub use self::options::{OrtOptions, Provider};
 use super::{Backend, PrepareOptions, Prepared, Session};
-use crate::model::{InputDtype, Model};
+use crate::model::Model;
+use crate::precision::Precision;
+use crate::tensor::ElementType;
 use crate::tensor::{Batch, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
-pub struct OrtBackend;
+/// The `ort` backend with its options.
+#[derive(Debug, Clone, Default)]
+pub struct OrtBackend {
+    options: OrtOptions,
+}
 
-/// The process's ONNX Runtime: loaded once (the library is process-global in `ort`).
+impl OrtBackend {
+    pub fn new(options: OrtOptions) -> OrtBackend {
+        OrtBackend { options }
+    }
+}
+
+/// The process's ONNX Runtime: loaded once (the library is process-global in `ort`), from the
+/// library the first backend asked for; a later one that names another library is refused.
 struct Runtime {
     environment: ort::environment::Environment,
     version: String,
@@ -32,10 +44,10 @@ struct Runtime {
 
 static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
 
-fn runtime() -> Result<&'static Runtime, String> {
-    RUNTIME
+fn runtime(flag: Option<&std::path::Path>) -> Result<&'static Runtime, String> {
+    let runtime = RUNTIME
         .get_or_init(|| {
-            let path = library::resolve()?;
+            let path = library::resolve(flag)?;
             let version = library::check(&path)?;
             let environment = ort::init_from(&path)
                 .map_err(|e| format!("{}: {e}", path.display()))?
@@ -45,7 +57,15 @@ fn runtime() -> Result<&'static Runtime, String> {
             Ok(Runtime { environment, version, path })
         })
         .as_ref()
-        .map_err(Clone::clone)
+        .map_err(Clone::clone)?;
+    match flag {
+        Some(path) if library::resolve(Some(path))? != runtime.path => Err(format!(
+            "{}: ONNX Runtime is already loaded from {} in this process, and one process holds one",
+            path.display(),
+            runtime.path.display()
+        )),
+        _ => Ok(runtime),
+    }
 }
 
 impl Backend for OrtBackend {
@@ -54,27 +74,29 @@ impl Backend for OrtBackend {
     }
 
     fn check(&self) -> Result<(), String> {
-        runtime().map(|_| ())
+        runtime(self.options.library.as_deref()).map(|_| ())
     }
 
     fn version(&self) -> Option<String> {
-        runtime().ok().map(|r| format!("ONNX Runtime {} ({})", r.version, r.path.display()))
+        runtime(self.options.library.as_deref())
+            .ok()
+            .map(|r| format!("ONNX Runtime {} ({})", r.version, r.path.display()))
     }
 
-    fn supports(&self, precision: &str) -> Result<(), String> {
+    fn supports(&self, precision: Precision) -> Result<(), String> {
         match precision {
-            "fp32" | "fp16" | "int8-qdq" => Ok(()),
-            "fp8" => Err("ONNX Runtime's CPU provider has no FP8 kernels; FP8 needs a GPU of compute capability >= 8.9".into()),
-            "engine" => Err(super::ENGINE_NEEDS_TENSORRT.into()),
-            other => Err(format!("unknown precision '{other}'")),
+            Precision::Fp32 | Precision::Fp16 | Precision::Int8Qdq => Ok(()),
+            Precision::Fp8 => Err("ONNX Runtime's CPU provider has no FP8 kernels; FP8 needs a GPU of compute capability >= 8.9".into()),
+            Precision::Engine => Err(super::ENGINE_NEEDS_TENSORRT.into()),
         }
     }
 
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
-        let runtime = runtime().map_err(|reason| Error::BackendUnavailable { name: "ort".into(), reason })?;
+        let runtime = runtime(self.options.library.as_deref())
+            .map_err(|reason| Error::BackendUnavailable { name: "ort".into(), reason })?;
         let path = model.onnx_path.clone();
         // No check against tract's operator list: ONNX Runtime has its own, and says what it lacks.
-        let recipe = Recipe { path: path.clone(), threads: options.threads, ort: options::configured() };
+        let recipe = Recipe { path: path.clone(), threads: options.threads, ort: self.options.clone() };
         let session = recipe.commit(runtime)?;
         let shape = model.input_shape(options.batch);
         let inputs = vec![TensorSpec {
@@ -156,7 +178,7 @@ struct OrtPrepared {
     /// The session `prepare` built, handed to the first `spawn`.
     first: Mutex<Option<ort::session::Session>>,
     shape: Vec<usize>,
-    dtype: InputDtype,
+    dtype: ElementType,
     inputs: Vec<TensorSpec>,
     outputs: Vec<TensorSpec>,
 }
@@ -175,8 +197,8 @@ impl Prepared for OrtPrepared {
         let session = match first {
             Some(session) => session,
             None => {
-                let runtime =
-                    runtime().map_err(|reason| Error::BackendUnavailable { name: "ort".into(), reason })?;
+                let runtime = runtime(self.recipe.ort.library.as_deref())
+                    .map_err(|reason| Error::BackendUnavailable { name: "ort".into(), reason })?;
                 self.recipe.commit(runtime)?
             }
         };
@@ -193,7 +215,7 @@ impl Prepared for OrtPrepared {
 struct OrtSession {
     session: ort::session::Session,
     input_name: String,
-    dtype: InputDtype,
+    dtype: ElementType,
     expected: Vec<usize>,
     path: std::path::PathBuf,
 }
@@ -214,9 +236,9 @@ impl Session for OrtSession {
         // Values of the model's type are borrowed as they are; others are converted into a tensor
         // of their own.
         let value: SessionInputValue = match self.dtype {
-            InputDtype::F32 => session_input(shape, input.values.to::<f32>()),
-            InputDtype::F16 => session_input(shape, input.values.to::<half::f16>()),
-            InputDtype::U8 => session_input(shape, input.values.to::<u8>()),
+            ElementType::F32 => session_input(shape, input.values.to::<f32>()),
+            ElementType::F16 => session_input(shape, input.values.to::<half::f16>()),
+            ElementType::U8 => session_input(shape, input.values.to::<u8>()),
         }
         .map_err(|e| failed(&e))?;
         let outputs =

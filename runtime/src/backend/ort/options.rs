@@ -1,8 +1,7 @@
-//! `--backend ort` settings: the execution provider and TensorRT's options (used on Jetson, where
-//! ONNX Runtime's GPU builds carry the TensorRT provider).
+//! `--backend ort` settings: which ONNX Runtime library, the execution provider and TensorRT's
+//! options (used on Jetson, where ONNX Runtime's GPU builds carry the TensorRT provider).
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum Provider {
@@ -24,6 +23,8 @@ impl std::fmt::Display for Provider {
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OrtOptions {
+    /// The library to load (`--ort-lib`); None: `ORT_DYLIB_PATH`, else the usual locations.
+    pub library: Option<PathBuf>,
     pub provider: Provider,
     /// TensorRT: let it pick FP16 kernels.
     pub trt_fp16: bool,
@@ -33,16 +34,4 @@ pub struct OrtOptions {
     pub trt_cache: Option<PathBuf>,
     /// TensorRT: run on this DLA core (Xavier, Orin AGX/NX), falling back to the GPU per layer.
     pub trt_dla: Option<u32>,
-}
-
-static CONFIGURED: OnceLock<OrtOptions> = OnceLock::new();
-
-/// Sets the options for every ort session of this process (the command line's `--ort-*` flags;
-/// ONNX Runtime's library is process-wide too). Later calls are ignored.
-pub fn configure(options: OrtOptions) {
-    let _ = CONFIGURED.set(options);
-}
-
-pub(super) fn configured() -> OrtOptions {
-    CONFIGURED.get().cloned().unwrap_or_default()
 }

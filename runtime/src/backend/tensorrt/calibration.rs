@@ -102,7 +102,7 @@ impl Feeder {
                 (Items::Images(images), Some(preprocessor)) => {
                     let path = &images[self.next].0;
                     let image = capture::load_image(path)?;
-                    preprocessor.run(&image, slot).map_err(|reason| Error::input(path, reason))?;
+                    preprocessor.run_image(&image, slot).map_err(|reason| Error::input(path, reason))?;
                 }
                 (Items::Images(_), None) => unreachable!("`open` makes a preprocessor for images"),
             }

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::tests::{backend, engines_in, model, orin_trt10, orin_trt8};
-use super::{cache, mock, Calibration, Loaded, Precision, TensorrtBackend};
+use super::{cache, mock, BuildPrecision, Calibration, Loaded, TensorrtBackend};
 use crate::backend::{Backend, PrepareOptions};
 use crate::capture;
 use crate::preprocess::Preprocessor;
@@ -41,7 +41,7 @@ fn images_are_preprocessed_into_whole_batches_and_the_calibration_cache_replaces
     let mut values = vec![0f32; preprocessor.item_len()];
     let mut sum = 0f64;
     for path in &capture::list_images(&images).unwrap()[..6] {
-        preprocessor.run(&capture::load_image(path).unwrap(), &mut values).unwrap();
+        preprocessor.run_image(&capture::load_image(path).unwrap(), &mut values).unwrap();
         sum += values.iter().map(|&v| v as f64).sum::<f64>();
     }
     let expected = sum / (6 * values.len()) as f64;
@@ -61,7 +61,7 @@ fn an_npz_calibrates_and_the_engine_cache_keeps_calibrated_and_plain_engines_apa
     let digits = model("digits_mlp_nchw.toml");
     let options = PrepareOptions::default();
     let mut trt = backend(orin_trt10, dir.path());
-    trt.options.precision = Some(Precision::Int8);
+    trt.options.precision = Some(BuildPrecision::Int8);
     trt.prepare(&digits, &options).unwrap();
     let trt = calibrating(orin_trt10, dir.path(), set, None);
     let prepared = trt.prepare(&digits, &options).unwrap();
@@ -84,7 +84,7 @@ fn calibration_is_refused_where_it_cannot_work() {
     let digits = model("digits_mlp_nchw.toml");
 
     let mut fp16 = calibrating(orin_trt10, dir.path(), images.clone(), None);
-    fp16.options.precision = Some(Precision::Fp16);
+    fp16.options.precision = Some(BuildPrecision::Fp16);
     let error = fp16.build(&digits, 1).unwrap_err();
     assert!(error.to_string().contains("needs precision int8 or best, not fp16"), "{error}");
 

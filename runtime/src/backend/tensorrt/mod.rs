@@ -23,10 +23,11 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 pub use calibration::Calibration;
-pub use options::{configure, Precision, TrtOptions};
+pub use options::{BuildPrecision, TrtOptions};
 
 use super::{Backend, PrepareOptions, Prepared};
 use crate::model::Model;
+use crate::precision::Precision;
 use crate::{Error, Result};
 use cache::{EngineCache, EngineInfo};
 use calibration::Feeder;
@@ -61,14 +62,14 @@ fn load_libraries() -> Loaded {
 }
 
 impl Default for TensorrtBackend {
-    /// The linked shim, the machine's libraries, and the command line's options.
+    /// The linked shim, the machine's libraries, and the default options.
     fn default() -> Self {
-        TensorrtBackend::with(LINKED, load_libraries, options::configured())
+        TensorrtBackend::with_options(TrtOptions::default())
     }
 }
 
 impl TensorrtBackend {
-    /// The linked shim and the machine's libraries, with these options rather than the command line's.
+    /// The linked shim and the machine's libraries, with these options.
     pub fn with_options(options: TrtOptions) -> TensorrtBackend {
         TensorrtBackend::with(LINKED, load_libraries, options)
     }
@@ -177,11 +178,11 @@ pub struct ListedTensor {
 }
 
 /// The precision asked for, else INT8 when calibrating, else what the model's weights are.
-fn precision(model: &Model, options: &TrtOptions) -> Precision {
+fn precision(model: &Model, options: &TrtOptions) -> BuildPrecision {
     match (options.precision, &options.calibration) {
         (Some(precision), _) => precision,
-        (None, Some(_)) => Precision::Int8,
-        (None, None) => Precision::for_weights(model.precision()),
+        (None, Some(_)) => BuildPrecision::Int8,
+        (None, None) => BuildPrecision::for_weights(model.precision()),
     }
 }
 
@@ -197,7 +198,7 @@ fn feeder(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOptions) 
             precision.name()
         )));
     }
-    if model.precision() == "int8-qdq" {
+    if model.precision() == Precision::Int8Qdq {
         let reason = "is already quantized (Q/DQ nodes), and TensorRT takes its INT8 scales from them: \
                       calibrate its FP32 model, or build this one without --calib";
         return Err(Error::input(model.source_path(), reason));
@@ -330,10 +331,10 @@ impl Backend for TensorrtBackend {
         self.runtime().ok().map(|r| format!("TensorRT {} (sm {})", r.version, r.sm()))
     }
 
-    fn supports(&self, precision: &str) -> Result<(), String> {
+    fn supports(&self, precision: Precision) -> Result<(), String> {
         match precision {
-            "fp32" | "fp16" | "int8-qdq" | "engine" => Ok(()),
-            "fp8" => {
+            Precision::Fp32 | Precision::Fp16 | Precision::Int8Qdq | Precision::Engine => Ok(()),
+            Precision::Fp8 => {
                 let runtime = self.runtime()?;
                 let sm = (runtime.device.sm_major, runtime.device.sm_minor);
                 if sm >= (8, 9) {
@@ -345,7 +346,6 @@ impl Backend for TensorrtBackend {
                     ))
                 }
             }
-            other => Err(format!("unknown precision '{other}'")),
         }
     }
 

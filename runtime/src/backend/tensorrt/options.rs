@@ -1,11 +1,12 @@
-//! `--backend tensorrt` settings, process-wide like TensorRT's runtime: the build precision, DLA
-//! core, workspace, sparsity, calibration, and where built engines and the timing cache live.
+//! `--backend tensorrt` settings: the build precision, DLA core, workspace, sparsity,
+//! calibration, and where built engines and the timing cache live.
 
 use std::path::PathBuf;
-use std::sync::OnceLock;
+
+use crate::precision::Precision;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Precision {
+pub enum BuildPrecision {
     Fp32,
     Fp16,
     /// Explicit quantization: the model's Q/DQ nodes.
@@ -14,38 +15,38 @@ pub enum Precision {
     Best,
 }
 
-impl Precision {
+impl BuildPrecision {
     pub fn name(self) -> &'static str {
         match self {
-            Precision::Fp32 => "fp32",
-            Precision::Fp16 => "fp16",
-            Precision::Int8 => "int8",
-            Precision::Best => "best",
+            BuildPrecision::Fp32 => "fp32",
+            BuildPrecision::Fp16 => "fp16",
+            BuildPrecision::Int8 => "int8",
+            BuildPrecision::Best => "best",
         }
     }
 
     /// What a model's own weights ask for (`inspect::precision`): Q/DQ models build in INT8.
-    pub fn for_weights(weights: &str) -> Precision {
+    pub fn for_weights(weights: Precision) -> BuildPrecision {
         match weights {
-            "int8-qdq" => Precision::Int8,
-            "fp16" => Precision::Fp16,
-            _ => Precision::Fp32,
+            Precision::Int8Qdq => BuildPrecision::Int8,
+            Precision::Fp16 => BuildPrecision::Fp16,
+            _ => BuildPrecision::Fp32,
         }
     }
 
     pub fn fp16(self) -> bool {
-        matches!(self, Precision::Fp16 | Precision::Best)
+        matches!(self, BuildPrecision::Fp16 | BuildPrecision::Best)
     }
 
     pub fn int8(self) -> bool {
-        matches!(self, Precision::Int8 | Precision::Best)
+        matches!(self, BuildPrecision::Int8 | BuildPrecision::Best)
     }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TrtOptions {
     /// None: from the model's weights.
-    pub precision: Option<Precision>,
+    pub precision: Option<BuildPrecision>,
     pub dla_core: Option<u32>,
     pub workspace_mb: Option<u64>,
     pub sparsity: bool,
@@ -55,15 +56,4 @@ pub struct TrtOptions {
     pub timing_cache: Option<PathBuf>,
     /// Calibrator-based INT8 for a model without Q/DQ nodes.
     pub calibration: Option<super::calibration::Calibration>,
-}
-
-static CONFIGURED: OnceLock<TrtOptions> = OnceLock::new();
-
-/// Sets the options for the rest of the process (the command line's `--trt-*` flags).
-pub fn configure(options: TrtOptions) {
-    let _ = CONFIGURED.set(options);
-}
-
-pub(super) fn configured() -> TrtOptions {
-    CONFIGURED.get().cloned().unwrap_or_default()
 }

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{cache, ffi, mock, Loaded, Precision, TensorrtBackend, TrtOptions};
+use super::{cache, ffi, mock, BuildPrecision, Loaded, TensorrtBackend, TrtOptions};
 use crate::backend::{cpu::CpuBackend, Backend, DeviceInput, PrepareOptions};
 use crate::model::{BareModelOptions, Model};
 use crate::tensor::HostTensor;
@@ -100,7 +100,7 @@ fn a_qdq_model_builds_in_int8_unless_told_otherwise() {
     let (_, info) = backend(orin_trt10, dir.path()).build(&model, 1).unwrap();
     assert_eq!(info.precision, "int8");
     let mut fp16 = backend(orin_trt10, dir.path());
-    fp16.options.precision = Some(Precision::Fp16);
+    fp16.options.precision = Some(BuildPrecision::Fp16);
     assert_eq!(fp16.build(&model, 1).unwrap().1.precision, "fp16");
 }
 
@@ -239,9 +239,9 @@ fn a_machine_that_cannot_run_tensorrt_says_why() {
 #[test]
 fn fp8_is_refused_on_a_gpu_below_compute_8_9() {
     let dir = tempfile::tempdir().unwrap();
-    let reason = backend(orin_trt10, dir.path()).supports("fp8").unwrap_err();
+    let reason = backend(orin_trt10, dir.path()).supports(crate::precision::Precision::Fp8).unwrap_err();
     assert!(reason.contains("8.9") && reason.contains("8.7"), "{reason}");
-    assert!(backend(orin_trt8, dir.path()).supports("int8-qdq").is_ok());
+    assert!(backend(orin_trt8, dir.path()).supports(crate::precision::Precision::Int8Qdq).is_ok());
 }
 
 #[test]
@@ -261,7 +261,7 @@ fn a_manifest_naming_an_engine_runs_it_and_checks_its_input_name() {
     let path = dir.path().join("digits.toml");
     std::fs::write(&path, &manifest).unwrap();
     let model = Model::load(&path, &BareModelOptions::default()).unwrap();
-    assert!(model.is_engine() && model.precision() == "engine");
+    assert!(model.is_engine() && model.precision() == crate::precision::Precision::Engine);
     let trt = backend(orin_trt10, dir.path());
     let message = trt.build(&model, 1).err().unwrap().to_string();
     assert!(
@@ -328,7 +328,7 @@ fn an_input_already_on_the_gpu_is_bound_in_place_and_gives_the_same_outputs() {
 #[test]
 fn gpu_preprocessing_into_an_engine_says_what_this_machine_lacks() {
     use crate::capture::source::synthetic::Synthetic;
-    use crate::preprocess::frame::PixelFormat;
+    use crate::frame::PixelFormat;
     use crate::stream::{DropPolicy, StreamConfig};
 
     let dir = tempfile::tempdir().unwrap();

@@ -4,12 +4,13 @@
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
-use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat, PoolSpec};
+use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat};
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
-use super::depthwise_kernel::{Filter, PlaneGeometry};
+use super::depthwise_kernel::Filter;
 use super::fake_quantize::FakeQuantize;
+use super::planes::{bias_per_channel, conv_parts, new_planes, ConvParts, PlaneGeometry};
 use super::threads;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -126,96 +127,6 @@ impl TypedOp for DepthwiseConv {
     }
 
     as_op!();
-}
-
-/// What edgert's convolutions read of a `Conv`.
-pub struct ConvParts<'a> {
-    pub geometry: PlaneGeometry,
-    pub batch: usize,
-    pub output_shape: &'a [usize],
-    pub kernel: &'a Arc<Tensor>,
-    pub bias: &'a Arc<Tensor>,
-}
-
-/// The parts of an f32 2-D channel-first `Conv` with concrete shapes and a constant f32 kernel
-/// and bias; None for any other.
-pub fn conv_parts<'a>(
-    model: &'a TypedModel,
-    node: &'a TypedNode,
-    conv: &Conv,
-) -> TractResult<Option<ConvParts<'a>>> {
-    let spec = &conv.pool_spec;
-    rule_if!(conv.q_params.is_none() && node.inputs.len() == 3 && !spec.data_format.c_is_last());
-    rule_if!(spec.rank() == 2);
-    let facts = model.node_input_facts(node.id)?;
-    rule_if!(facts[0].datum_type == f32::datum_type());
-    rule_if_some!(input_shape = facts[0].shape.as_concrete());
-    rule_if_some!(kernel = facts[1].konst.as_ref());
-    rule_if_some!(bias = facts[2].konst.as_ref());
-    rule_if!(kernel.datum_type() == f32::datum_type() && bias.datum_type() == f32::datum_type());
-    rule_if_some!(output_shape = model.outlet_fact(node.id.into())?.shape.as_concrete());
-
-    rule_if_some!((geometry, batch) = plane_geometry(spec, input_shape)?);
-    rule_if!(
-        output_shape.iter().product::<usize>()
-            == batch * conv.output_channels() * geometry.output.iter().product::<usize>()
-    );
-    Ok(Some(ConvParts { geometry, batch, output_shape, kernel, bias }))
-}
-
-/// A new f32 tensor of `shape` made plane by plane from `input`: its planes of `plane_out` values
-/// match `input`'s of `plane_in` one for one, and `fill(input's values, the new tensor's)` must
-/// write every value.
-pub fn new_planes(
-    input: &TValue,
-    shape: &[usize],
-    [plane_in, plane_out]: [usize; 2],
-    fill: impl FnOnce(&[f32], &mut [f32]) -> TractResult<()>,
-) -> TractResult<Tensor> {
-    let view = input.try_as_plain_ram()?;
-    let input = view.as_slice::<f32>()?;
-    // SAFETY: `fill` writes every value before anything reads it.
-    let mut output = unsafe { Tensor::uninitialized::<f32>(shape)? };
-    {
-        let mut out = output.try_as_plain_ram_mut()?;
-        let out = out.as_slice_mut::<f32>()?;
-        ensure!(
-            input.len() / plane_in == out.len() / plane_out,
-            "input and output hold different plane counts"
-        );
-        fill(input, out)?;
-    }
-    Ok(output)
-}
-
-/// Where a 2-D channel-first pooling or convolution over `input_shape` reads, and its batch size;
-/// None for empty planes or kernels and a stride or dilation of 0, left to tract's checks.
-pub fn plane_geometry(spec: &PoolSpec, input_shape: &[usize]) -> TractResult<Option<(PlaneGeometry, usize)>> {
-    let shape = spec.data_format.shape(input_shape)?;
-    let hw = shape.hw_dims();
-    let padding = spec.computed_padding(hw);
-    let geometry = PlaneGeometry {
-        input: [hw[0], hw[1]],
-        output: [padding[0].convoluted, padding[1].convoluted],
-        kernel: [spec.kernel_shape[0], spec.kernel_shape[1]],
-        stride: [spec.stride(0), spec.stride(1)],
-        dilation: [spec.dilation(0), spec.dilation(1)],
-        pad_before: [padding[0].pad_before, padding[1].pad_before],
-    };
-    let sizes = [geometry.input, geometry.output, geometry.kernel, geometry.stride, geometry.dilation];
-    rule_if!(sizes.iter().flatten().all(|&d| d > 0));
-    Ok(Some((geometry, *shape.n().unwrap_or(&1))))
-}
-
-/// One bias value per channel from a bias of one value or one per channel; None otherwise.
-pub fn bias_per_channel(bias: &Tensor, channels: usize) -> TractResult<Option<Vec<f32>>> {
-    let bias = bias.try_as_plain_ram()?;
-    let bias = bias.as_slice::<f32>()?;
-    Ok(match bias.len() {
-        1 => Some(vec![bias[0]; channels]),
-        n if n == channels => Some(bias.to_vec()),
-        _ => None,
-    })
 }
 
 /// Replaces a depthwise `Conv` the kernel handles, and the Max and Min of a ReLU or ReLU6 right

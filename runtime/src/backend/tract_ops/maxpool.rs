@@ -11,8 +11,7 @@ use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::cnn::MaxPool as TractMaxPool;
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
-use super::depthwise::{new_planes, plane_geometry};
-use super::depthwise_kernel::PlaneGeometry;
+use super::planes::{new_planes, plane_geometry, PlaneGeometry};
 use super::threads;
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

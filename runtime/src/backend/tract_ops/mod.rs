@@ -11,7 +11,10 @@ mod conv;
 mod depthwise;
 mod depthwise_kernel;
 mod fake_quantize;
+mod fold;
+mod im2col;
 mod maxpool;
+mod planes;
 mod pointwise;
 #[cfg(test)]
 mod pointwise_tests;
@@ -35,7 +38,7 @@ pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
         .with_rule_for::<ElementWiseOp>("edgert-fake-quantize", fake_quantize::rule)
         .with_rule_for::<fake_quantize::FakeQuantize>(
             "edgert-fold-fake-quantize",
-            fake_quantize::fold_into_convolution,
+            fold::fold_into_convolution,
         )
         .rewrite(&(), model)
 }

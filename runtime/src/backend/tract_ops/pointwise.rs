@@ -12,8 +12,8 @@ use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
-use super::conv::Im2col;
 use super::fake_quantize::FakeQuantize;
+use super::im2col::Im2col;
 use super::threads;
 
 /// For each block and position p: out[o, p] = bias[o] + Σ_i weights[o, i] · data[i, p], clipped,

@@ -4,7 +4,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::preprocess::frame::PixelFormat;
+use crate::frame::PixelFormat;
 
 /// A format a camera gives: raw pixels, or MJPEG decoded to RGB24 as frames arrive.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

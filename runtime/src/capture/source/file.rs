@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use super::recording::{self, Reader};
 use super::{Capture, Captured, FrameSource, Pacer, SourceInfo, SourceOptions};
+use crate::capture::mjpeg::MjpegDecoder;
 use crate::capture::{list_images, load_image};
-use crate::preprocess::frame::{Frame, PixelFormat};
-use crate::preprocess::mjpeg::MjpegDecoder;
+use crate::frame::{Frame, PixelFormat};
 use crate::{Error, Result};
 
 pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn FrameSource>> {

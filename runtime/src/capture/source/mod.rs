@@ -12,7 +12,7 @@ pub mod v4l2;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::preprocess::frame::{Frame, PixelFormat};
+use crate::frame::{Frame, PixelFormat};
 use crate::{Error, Result};
 
 /// What a source gives: every frame has this format and size.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::{Captured, SourceInfo};
-use crate::preprocess::frame::PixelFormat;
+use crate::frame::PixelFormat;
 use crate::{Error, Result};
 
 pub const SCHEMA: &str = "edgert.recording/1";
@@ -142,7 +142,7 @@ impl Reader {
         let named = if encoded { Some(PixelFormat::Rgb24) } else { PixelFormat::from_name(&index.format) };
         let format = named
             .ok_or_else(|| Error::input(&index_path, format!("unknown pixel format '{}'", index.format)))?;
-        crate::preprocess::frame::Frame::check_layout(format, index.width, index.height, index.stride)
+        crate::frame::Frame::check_layout(format, index.width, index.height, index.stride)
             .map_err(|e| Error::input(&index_path, e))?;
         if index.frames.is_empty() {
             return Err(Error::input(&index_path, "the recording has no frames"));

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{Capture, Captured, FrameSource, Pacer, SourceInfo};
-use crate::preprocess::frame::{Frame, PixelFormat};
+use crate::frame::{Frame, PixelFormat};
 use crate::{Error, Result};
 
 pub struct Synthetic {

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use crate::preprocess::frame::PixelFormat;
+use crate::frame::PixelFormat;
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SourceUri {

@@ -23,8 +23,8 @@ use moq_v4l::{Format, FourCC};
 
 use super::camera_format::{choose, instant_of, CameraFormat, Offered};
 use super::{Capture, Captured, FrameSource, SourceInfo, SourceOptions};
-use crate::preprocess::frame::{Frame, PixelFormat};
-use crate::preprocess::mjpeg::MjpegDecoder;
+use crate::capture::mjpeg::MjpegDecoder;
+use crate::frame::{Frame, PixelFormat};
 use crate::{Error, Result};
 
 /// The first frame may take a camera a while (exposure, USB bandwidth); later ones are waited for

@@ -5,8 +5,8 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 
 use super::GpuPreprocess;
+use crate::frame::{Frame, PixelFormat};
 use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
-use crate::preprocess::frame::{Frame, PixelFormat};
 use crate::preprocess::fused::FusedPreprocess;
 use crate::preprocess::reference;
 

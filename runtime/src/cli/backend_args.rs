@@ -1,0 +1,111 @@
+//! The backend flags every command that runs a model takes (`run`, `bench`, `validate`, `tune`):
+//! where ONNX Runtime is and how `--backend ort` runs it (`--ort-*`), and how `--backend tensorrt`
+//! builds engines and where it keeps them (`--trt-*`). They become a `BackendOptions` value that
+//! `backend::select_with` hands to each backend.
+
+#[cfg(any(feature = "ort", feature = "tensorrt"))]
+use std::path::PathBuf;
+
+use clap::Args;
+
+#[cfg(feature = "ort")]
+use crate::backend::ort::{OrtOptions, Provider};
+#[cfg(feature = "tensorrt")]
+use crate::backend::tensorrt::{BuildPrecision, TrtOptions};
+use crate::backend::BackendOptions;
+
+#[derive(Args, Clone)]
+pub struct BackendFlags {
+    #[cfg(feature = "ort")]
+    #[command(flatten)]
+    ort: OrtFlags,
+    #[cfg(feature = "tensorrt")]
+    #[command(flatten)]
+    trt: TrtFlags,
+}
+
+impl BackendFlags {
+    pub fn options(&self) -> BackendOptions {
+        BackendOptions {
+            #[cfg(feature = "ort")]
+            ort: self.ort.options(),
+            #[cfg(feature = "tensorrt")]
+            tensorrt: self.trt.options(),
+        }
+    }
+}
+
+#[cfg(feature = "ort")]
+#[derive(Args, Clone)]
+struct OrtFlags {
+    /// ONNX Runtime library for `--backend ort` (else ORT_DYLIB_PATH, else the usual locations).
+    #[arg(long, value_name = "FILE")]
+    ort_lib: Option<PathBuf>,
+    /// ONNX Runtime execution provider; cuda and tensorrt need an ONNX Runtime GPU build.
+    #[arg(long, value_enum, default_value_t = Provider::Cpu)]
+    ort_provider: Provider,
+    /// TensorRT provider: allow FP16 kernels.
+    #[arg(long)]
+    ort_trt_fp16: bool,
+    /// TensorRT provider: INT8 (Q/DQ models).
+    #[arg(long)]
+    ort_trt_int8: bool,
+    /// TensorRT provider: cache built engines in this folder.
+    #[arg(long, value_name = "DIR")]
+    ort_trt_cache: Option<PathBuf>,
+    /// TensorRT provider: run on this DLA core.
+    #[arg(long, value_name = "N")]
+    ort_trt_dla: Option<u32>,
+}
+
+#[cfg(feature = "ort")]
+impl OrtFlags {
+    fn options(&self) -> OrtOptions {
+        OrtOptions {
+            library: self.ort_lib.clone(),
+            provider: self.ort_provider,
+            trt_fp16: self.ort_trt_fp16,
+            trt_int8: self.ort_trt_int8,
+            trt_cache: self.ort_trt_cache.clone(),
+            trt_dla: self.ort_trt_dla,
+        }
+    }
+}
+
+#[cfg(feature = "tensorrt")]
+#[derive(Args, Clone)]
+struct TrtFlags {
+    /// TensorRT: engine precision (default: the model's own, INT8 for Q/DQ models).
+    #[arg(long, value_enum, value_name = "P")]
+    trt_precision: Option<BuildPrecision>,
+    /// TensorRT: run on this DLA core (Xavier, Orin AGX/NX), falling back to the GPU per layer.
+    #[arg(long, value_name = "N")]
+    trt_dla: Option<u32>,
+    /// TensorRT: builder workspace limit.
+    #[arg(long, value_name = "MB")]
+    trt_workspace_mb: Option<u64>,
+    /// TensorRT: allow 2:4 structured-sparse kernels (Ampere and Orin).
+    #[arg(long)]
+    trt_sparsity: bool,
+    /// TensorRT: folder of built engines (default: EDGERT_ENGINE_CACHE, else ~/.cache/edgert/engines).
+    #[arg(long, value_name = "DIR")]
+    trt_engine_cache: Option<PathBuf>,
+    /// TensorRT: timing cache read before and written after each build.
+    #[arg(long, value_name = "FILE")]
+    trt_timing_cache: Option<PathBuf>,
+}
+
+#[cfg(feature = "tensorrt")]
+impl TrtFlags {
+    fn options(&self) -> TrtOptions {
+        TrtOptions {
+            precision: self.trt_precision,
+            dla_core: self.trt_dla,
+            workspace_mb: self.trt_workspace_mb,
+            sparsity: self.trt_sparsity,
+            engine_cache: self.trt_engine_cache.clone(),
+            timing_cache: self.trt_timing_cache.clone(),
+            calibration: None,
+        }
+    }
+}

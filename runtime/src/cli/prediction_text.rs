@@ -1,0 +1,54 @@
+//! How `run` prints a prediction: one JSON object, or one line for people.
+
+use serde_json::json;
+
+use crate::postprocess::Prediction;
+
+/// One input's prediction as a JSON object or a line for people, with its label when known.
+pub(super) fn format_prediction(
+    name: &str,
+    prediction: &Prediction,
+    label: Option<i64>,
+    json: bool,
+) -> String {
+    if json {
+        let mut value = json!({ "input": name, "prediction": prediction });
+        if let Some(label) = label {
+            value["label"] = json!(label);
+        }
+        return value.to_string();
+    }
+    let body = prediction_text(prediction);
+    match label {
+        Some(label) => format!("{name}: {body} (label {label})"),
+        None => format!("{name}: {body}"),
+    }
+}
+
+/// A prediction on one line, for people.
+pub(super) fn prediction_text(prediction: &Prediction) -> String {
+    match prediction {
+        Prediction::Classes(classes) => classes
+            .iter()
+            .map(|c| format!("{} {} {:.3}", c.class_id, c.label, c.score))
+            .collect::<Vec<_>>()
+            .join(", "),
+        Prediction::Boxes(boxes) => {
+            let list: Vec<String> = boxes
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{} {:.2} [{:.0}, {:.0}, {:.0}, {:.0}]",
+                        d.label, d.score, d.bbox[0], d.bbox[1], d.bbox[2], d.bbox[3]
+                    )
+                })
+                .collect();
+            format!("{} objects: {}", boxes.len(), list.join("; "))
+        }
+        Prediction::Raw(outputs) => outputs
+            .iter()
+            .map(|o| format!("{} {:?} {:?}", o.name, o.shape, o.first_values))
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}

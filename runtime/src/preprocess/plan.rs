@@ -1,0 +1,191 @@
+//! How a frame of one size and pixel format becomes the model's input: the fused pass alone, or,
+//! where the recipe shrinks the frame more than 2× on a side, an antialiased downscale first
+//! (`fast_image_resize`'s bilinear convolution, which widens its filter with the scale as PIL and
+//! torchvision do), then the fused pass over the downscaled pixels at one source pixel per output
+//! pixel. Bilinear sampling alone reads 4 source pixels per output pixel and skips the rest, which
+//! aliases past 2×.
+
+use fast_image_resize::images::{Image, ImageRef};
+use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+
+use super::fused::{placement, FusedPreprocess, Placement};
+use super::Geometry;
+use crate::frame::{Frame, PixelFormat};
+use crate::model::manifest::{Layout, PreprocessSpec};
+use crate::tensor::InputElement;
+
+/// Above this shrink factor, bilinear sampling skips source pixels: downscale with a filter first.
+const MAX_BILINEAR_SHRINK: usize = 2;
+
+/// The planned way for frames of one size and format; `run` keeps its scratch between frames.
+pub struct FramePlan {
+    fused: FusedPreprocess,
+    format: PixelFormat,
+    source: (usize, usize),
+    downscale: Option<Downscale>,
+}
+
+impl FramePlan {
+    /// Plans `source_w`×`source_h` frames of `format` into a `width`×`height` input.
+    pub fn new(
+        spec: &PreprocessSpec,
+        (width, height): (usize, usize),
+        layout: Layout,
+        format: PixelFormat,
+        (source_w, source_h): (usize, usize),
+    ) -> Result<FramePlan, String> {
+        let place = placement(spec, source_w, source_h, width, height)?;
+        let shrinks = source_w > MAX_BILINEAR_SHRINK * place.resized_w
+            || source_h > MAX_BILINEAR_SHRINK * place.resized_h;
+        let (fused, downscale) = match Downscale::pixel_type(format) {
+            Some(pixel_type) if shrinks => {
+                let downscale = Downscale::new(pixel_type, &place, (width, height), (source_w, source_h));
+                let geometry = place.geometry(source_w, source_h);
+                let (dw, dh) = downscale.size;
+                // One downscaled pixel per output pixel: every tap lands on a pixel, with no weight
+                // on its neighbour; outside the visible region, the letterbox border.
+                let at = Placement {
+                    resized_w: dw,
+                    resized_h: dh,
+                    origin_x: place.origin_x - downscale.visible_x.0 as i64,
+                    origin_y: place.origin_y - downscale.visible_y.0 as i64,
+                };
+                (
+                    FusedPreprocess::placed(spec, width, height, layout, (dw, dh), at, geometry),
+                    Some(downscale),
+                )
+            }
+            // YUYV and NV12 share chroma between pixels: no resize crate takes them, and converting
+            // a whole camera frame to RGB first would cost more than the pass. Sampled bilinearly.
+            _ => (FusedPreprocess::new(spec, width, height, layout, source_w, source_h)?, None),
+        };
+        Ok(FramePlan { fused, format, source: (source_w, source_h), downscale })
+    }
+
+    /// Values in the output (one batch item).
+    pub fn item_len(&self) -> usize {
+        self.fused.item_len()
+    }
+
+    /// The geometry every frame of the planned size gets.
+    pub fn geometry(&self) -> Geometry {
+        self.fused.geometry()
+    }
+
+    /// The single pass alone, without the downscale: what the GPU kernel runs.
+    pub fn fused(&self) -> &FusedPreprocess {
+        &self.fused
+    }
+
+    /// Whether frames are downscaled with a filter before the fused pass.
+    pub fn downscales(&self) -> bool {
+        self.downscale.is_some()
+    }
+
+    /// Fills `out` (`item_len` values) from `frame`, which must have the planned size and format.
+    pub fn run<T: InputElement>(&mut self, frame: &Frame, out: &mut [T]) -> Result<Geometry, String> {
+        if frame.format != self.format || (frame.width, frame.height) != self.source {
+            return Err(format!(
+                "frame is {} {}x{}, the plan is for {} {}x{}",
+                frame.format.name(),
+                frame.width,
+                frame.height,
+                self.format.name(),
+                self.source.0,
+                self.source.1
+            ));
+        }
+        match &mut self.downscale {
+            None => self.fused.run(frame, out),
+            Some(downscale) => {
+                let small = downscale.run(frame)?;
+                self.fused.run(&small, out)
+            }
+        }
+    }
+}
+
+/// The antialiased downscale of the part of a frame the input shows (a centre crop's middle, a
+/// letterbox's whole frame), straight to its size in the input.
+struct Downscale {
+    pixel_type: PixelType,
+    /// The visible region in resized-frame pixels, `[start, end)` per axis.
+    visible_x: (usize, usize),
+    visible_y: (usize, usize),
+    /// That region in source pixels (fractional, as the resize maps it).
+    crop: [f64; 4],
+    size: (usize, usize),
+    resizer: Resizer,
+    /// The frame's rows without their padding, when the stride has some.
+    packed: Vec<u8>,
+    out: Vec<u8>,
+}
+
+impl Downscale {
+    /// The resize crate's pixel type for a frame format it takes as it is.
+    fn pixel_type(format: PixelFormat) -> Option<PixelType> {
+        match format {
+            PixelFormat::Rgb24 | PixelFormat::Bgr24 => Some(PixelType::U8x3),
+            PixelFormat::Grey => Some(PixelType::U8),
+            PixelFormat::Yuyv | PixelFormat::Nv12 => None,
+        }
+    }
+
+    fn new(
+        pixel_type: PixelType,
+        place: &Placement,
+        (w, h): (usize, usize),
+        (sw, sh): (usize, usize),
+    ) -> Self {
+        let visible = |origin: i64, size: usize, resized: usize| {
+            let start = origin.max(0) as usize;
+            (start, ((origin + size as i64).max(0) as usize).min(resized).max(start + 1))
+        };
+        let visible_x = visible(place.origin_x, w, place.resized_w);
+        let visible_y = visible(place.origin_y, h, place.resized_h);
+        let (fx, fy) = (sw as f64 / place.resized_w as f64, sh as f64 / place.resized_h as f64);
+        let crop = [
+            visible_x.0 as f64 * fx,
+            visible_y.0 as f64 * fy,
+            (visible_x.1 - visible_x.0) as f64 * fx,
+            (visible_y.1 - visible_y.0) as f64 * fy,
+        ];
+        let size = (visible_x.1 - visible_x.0, visible_y.1 - visible_y.0);
+        Downscale {
+            pixel_type,
+            visible_x,
+            visible_y,
+            crop,
+            size,
+            resizer: Resizer::new(),
+            packed: Vec::new(),
+            out: vec![0; size.0 * size.1 * pixel_type.size()],
+        }
+    }
+
+    /// The downscaled region as a frame of the same format.
+    fn run(&mut self, frame: &Frame) -> Result<Frame<'_>, String> {
+        let row = frame.format.min_stride(frame.width);
+        let pixels = if frame.stride == row {
+            &frame.data[..row * frame.height]
+        } else {
+            self.packed.clear();
+            for y in 0..frame.height {
+                self.packed.extend_from_slice(&frame.data[y * frame.stride..][..row]);
+            }
+            &self.packed
+        };
+        let failed = |e: &dyn std::fmt::Display| format!("downscaling the frame failed: {e}");
+        let source = ImageRef::new(frame.width as u32, frame.height as u32, pixels, self.pixel_type)
+            .map_err(|e| failed(&e))?;
+        let (dw, dh) = self.size;
+        let mut out = Image::from_slice_u8(dw as u32, dh as u32, &mut self.out, self.pixel_type)
+            .map_err(|e| failed(&e))?;
+        let [left, top, width, height] = self.crop;
+        let options = ResizeOptions::new()
+            .resize_alg(ResizeAlg::Convolution(FilterType::Bilinear))
+            .crop(left, top, width, height);
+        self.resizer.resize(&source, &mut out, &options).map_err(|e| failed(&e))?;
+        Frame::new(frame.format, dw, dh, frame.format.min_stride(dw), &self.out)
+    }
+}
