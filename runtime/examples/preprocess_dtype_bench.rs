@@ -11,7 +11,7 @@ use edgert::capture::synthetic::noise;
 use edgert::frame::{Frame, PixelFormat};
 use edgert::model::manifest::{Layout, PreprocessSpec, ResizeMode};
 use edgert::preprocess::fused::FusedPreprocess;
-use edgert::tensor::InputView;
+use edgert::tensor::BatchView;
 use half::f16;
 
 /// One way of filling the model's input from the frame.
@@ -66,7 +66,7 @@ fn main() {
             "f32, then converted to f16",
             Box::new(|| {
                 pass.run(&frame, &mut staged).expect("runs");
-                std::hint::black_box(InputView::F32(&staged).to::<f16>());
+                std::hint::black_box(BatchView::F32(&staged).to::<f16>());
             }),
         ),
         (
@@ -79,7 +79,7 @@ fn main() {
             "f32, then converted to u8",
             Box::new(|| {
                 pass.run(&frame, &mut staged_too).expect("runs");
-                std::hint::black_box(InputView::F32(&staged_too).to::<u8>());
+                std::hint::black_box(BatchView::F32(&staged_too).to::<u8>());
             }),
         ),
         (

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 /// The element type the model's input takes. Camera frames are preprocessed straight into it;
 /// images and tensors are made in f32, and the backend converts them once, as it hands the batch
-/// to its runtime (`tensor::InputView::to`).
+/// to its runtime (`tensor::BatchView::to`).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ElementType {
@@ -92,7 +92,7 @@ pub trait InputElement: Copy + Default + Send + Sync + 'static {
         }
     }
     /// The values, where they are of this type already.
-    fn borrowed(view: InputView<'_>) -> Option<&[Self]>;
+    fn borrowed(view: BatchView<'_>) -> Option<&[Self]>;
 }
 
 impl InputElement for f32 {
@@ -106,9 +106,9 @@ impl InputElement for f32 {
     fn from_f32_slice(from: &[f32], to: &mut [f32]) {
         to.copy_from_slice(from);
     }
-    fn borrowed(view: InputView<'_>) -> Option<&[f32]> {
+    fn borrowed(view: BatchView<'_>) -> Option<&[f32]> {
         match view {
-            InputView::F32(values) => Some(values),
+            BatchView::F32(values) => Some(values),
             _ => None,
         }
     }
@@ -126,9 +126,9 @@ impl InputElement for f16 {
     fn from_f32_slice(from: &[f32], to: &mut [f16]) {
         to.convert_from_f32_slice(from);
     }
-    fn borrowed(view: InputView<'_>) -> Option<&[f16]> {
+    fn borrowed(view: BatchView<'_>) -> Option<&[f16]> {
         match view {
-            InputView::F16(values) => Some(values),
+            BatchView::F16(values) => Some(values),
             _ => None,
         }
     }
@@ -150,9 +150,9 @@ impl InputElement for u8 {
     fn to_f32(self) -> f32 {
         self.into()
     }
-    fn borrowed(view: InputView<'_>) -> Option<&[u8]> {
+    fn borrowed(view: BatchView<'_>) -> Option<&[u8]> {
         match view {
-            InputView::U8(values) => Some(values),
+            BatchView::U8(values) => Some(values),
             _ => None,
         }
     }
@@ -161,39 +161,39 @@ impl InputElement for u8 {
 /// A batch's values in one of the element types a model input takes, owned: the camera pipeline
 /// preprocesses frames straight into the model's own type.
 #[derive(Debug, Clone, PartialEq)]
-pub enum InputData {
+pub enum BatchValues {
     F32(Vec<f32>),
     F16(Vec<f16>),
     U8(Vec<u8>),
 }
 
-impl InputData {
-    pub fn zeros(dtype: ElementType, len: usize) -> InputData {
+impl BatchValues {
+    pub fn zeros(dtype: ElementType, len: usize) -> BatchValues {
         match dtype {
-            ElementType::F32 => InputData::F32(vec![0.0; len]),
-            ElementType::F16 => InputData::F16(vec![f16::ZERO; len]),
-            ElementType::U8 => InputData::U8(vec![0; len]),
+            ElementType::F32 => BatchValues::F32(vec![0.0; len]),
+            ElementType::F16 => BatchValues::F16(vec![f16::ZERO; len]),
+            ElementType::U8 => BatchValues::U8(vec![0; len]),
         }
     }
 
-    pub fn view(&self) -> InputView<'_> {
+    pub fn view(&self) -> BatchView<'_> {
         match self {
-            InputData::F32(values) => InputView::F32(values),
-            InputData::F16(values) => InputView::F16(values),
-            InputData::U8(values) => InputView::U8(values),
+            BatchValues::F32(values) => BatchView::F32(values),
+            BatchValues::F16(values) => BatchView::F16(values),
+            BatchValues::U8(values) => BatchView::U8(values),
         }
     }
 }
 
 /// A batch's values, borrowed for one run, in the type they were made in.
 #[derive(Debug, Clone, Copy)]
-pub enum InputView<'a> {
+pub enum BatchView<'a> {
     F32(&'a [f32]),
     F16(&'a [f16]),
     U8(&'a [u8]),
 }
 
-impl<'a> InputView<'a> {
+impl<'a> BatchView<'a> {
     /// The values as `T`: borrowed when they are `T` already, else converted (f32 to u8 rounds and
     /// clamps, f32 to f16 rounds; f16 and u8 to f32 are exact).
     pub fn to<T: InputElement>(self) -> Cow<'a, [T]> {
@@ -215,17 +215,17 @@ impl<'a> InputView<'a> {
             }
         }
         match self {
-            InputView::F32(values) => T::from_f32_slice(values, out),
-            InputView::F16(values) => each(values, out),
-            InputView::U8(values) => each(values, out),
+            BatchView::F32(values) => T::from_f32_slice(values, out),
+            BatchView::F16(values) => each(values, out),
+            BatchView::U8(values) => each(values, out),
         }
     }
 
     pub(crate) fn len(self) -> usize {
         match self {
-            InputView::F32(values) => values.len(),
-            InputView::F16(values) => values.len(),
-            InputView::U8(values) => values.len(),
+            BatchView::F32(values) => values.len(),
+            BatchView::F16(values) => values.len(),
+            BatchView::U8(values) => values.len(),
         }
     }
 }
@@ -234,12 +234,12 @@ impl<'a> InputView<'a> {
 #[derive(Debug, Clone, Copy)]
 pub struct Batch<'a> {
     pub shape: &'a [usize],
-    pub values: InputView<'a>,
+    pub values: BatchView<'a>,
 }
 
 impl<'a> From<&'a HostTensor> for Batch<'a> {
     fn from(tensor: &'a HostTensor) -> Batch<'a> {
-        Batch { shape: &tensor.shape, values: InputView::F32(&tensor.data) }
+        Batch { shape: &tensor.shape, values: BatchView::F32(&tensor.data) }
     }
 }
 
@@ -250,29 +250,29 @@ mod tests {
     #[test]
     fn u8_inputs_round_and_clamp() {
         let values = [0.0, 0.49, 0.5, 0.51, 1.5, 2.5, 254.6, 255.4, 300.0, -3.0, f32::NAN, f32::INFINITY];
-        assert_eq!(*InputView::F32(&values).to::<u8>(), [0, 0, 0, 1, 2, 2, 255, 255, 255, 0, 0, 255]);
+        assert_eq!(*BatchView::F32(&values).to::<u8>(), [0, 0, 0, 1, 2, 2, 255, 255, 255, 0, 0, 255]);
     }
 
     #[test]
     fn a_batch_of_the_models_type_is_borrowed_and_others_are_converted() {
         let bytes = [0u8, 7, 255];
-        let view = InputView::U8(&bytes);
+        let view = BatchView::U8(&bytes);
         assert!(matches!(view.to::<u8>(), Cow::Borrowed(b) if b.as_ptr() == bytes.as_ptr()));
         assert_eq!(*view.to::<f32>(), [0.0, 7.0, 255.0]);
         assert_eq!(*view.to::<f16>(), [0.0, 7.0, 255.0].map(f16::from_f32));
         let values = [0.75f32, 1.0 / 3.0, 300.0];
-        let view = InputView::F32(&values);
+        let view = BatchView::F32(&values);
         assert!(matches!(view.to::<f32>(), Cow::Borrowed(_)));
         assert_eq!(*view.to::<u8>(), [1, 0, 255]);
         assert_eq!(*view.to::<f16>(), values.map(f16::from_f32));
         let halves = [3.5, -1.0].map(f16::from_f32);
-        assert_eq!(*InputView::F16(&halves).to::<u8>(), [4, 0]);
-        assert_eq!(*InputView::F16(&halves).to::<f32>(), [3.5, -1.0]);
+        assert_eq!(*BatchView::F16(&halves).to::<u8>(), [4, 0]);
+        assert_eq!(*BatchView::F16(&halves).to::<f32>(), [3.5, -1.0]);
     }
 
     #[test]
     fn f16_inputs_round_to_nearest() {
-        let halves = InputView::F32(&[0.5, 1.0 / 3.0, 70000.0]).to::<f16>();
+        let halves = BatchView::F32(&[0.5, 1.0 / 3.0, 70000.0]).to::<f16>();
         assert_eq!(halves[0].to_f32(), 0.5);
         assert!((halves[1].to_f32() - 1.0 / 3.0).abs() < 1e-3);
         assert!(halves[2].to_f32().is_infinite());

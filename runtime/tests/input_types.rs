@@ -10,7 +10,7 @@ use edgert::backend::{self, PrepareOptions};
 use edgert::capture;
 use edgert::model::Model;
 use edgert::pipeline::Sample;
-use edgert::tensor::{Batch, HostTensor, InputView};
+use edgert::tensor::{Batch, BatchView, HostTensor};
 use edgert::validate::compare::cosine;
 use half::f16;
 
@@ -91,9 +91,9 @@ fn batches_in_the_models_own_type_run_as_the_same_values_in_f32() {
                 let x = digits.item(i);
                 let halves: Vec<f16> = x.iter().map(|&v| f16::from_f32(v)).collect();
                 let pixels: Vec<u8> = x.iter().map(|&v| (v * 255.0).round() as u8).collect();
-                let (values, as_f32): (InputView, Vec<f32>) = match dtype {
-                    "f16" => (InputView::F16(&halves), halves.iter().map(|h| h.to_f32()).collect()),
-                    _ => (InputView::U8(&pixels), pixels.iter().map(|&p| p.into()).collect()),
+                let (values, as_f32): (BatchView, Vec<f32>) = match dtype {
+                    "f16" => (BatchView::F16(&halves), halves.iter().map(|h| h.to_f32()).collect()),
+                    _ => (BatchView::U8(&pixels), pixels.iter().map(|&p| p.into()).collect()),
                 };
                 let typed = session.run_batch(Batch { shape: &shape, values }).unwrap();
                 let from_f32 = session.run(&HostTensor::new(shape.to_vec(), as_f32)).unwrap();

@@ -82,17 +82,41 @@ pub trait Session: Send {
     }
 
     /// Runs one batch that GPU preprocessing left in device memory, without copying it.
-    fn run_on_device(&mut self, _input: &DeviceInput) -> Result<Vec<HostTensor>> {
+    fn run_on_device(&mut self, _input: &DeviceBatch) -> Result<Vec<HostTensor>> {
         Err(Error::Usage("this backend takes its input in host memory, not on the GPU".into()))
     }
 }
 
 /// A batch in GPU-visible memory at `address`: `shape`'s values, as f16 bits when `half`, else f32.
+/// Made only by `unsafe fn new`, whose caller vouches for the memory, so a backend may hand the
+/// address to the GPU.
 #[derive(Debug, Clone, Copy)]
-pub struct DeviceInput<'a> {
-    pub address: u64,
-    pub shape: &'a [usize],
-    pub half: bool,
+pub struct DeviceBatch<'a> {
+    address: u64,
+    shape: &'a [usize],
+    half: bool,
+}
+
+impl<'a> DeviceBatch<'a> {
+    /// # Safety
+    /// `address` must be the start of device memory (or mapped host memory the GPU reads) holding
+    /// the product of `shape` values, f16 when `half` else f32, aligned for them; it must stay
+    /// allocated, and nothing may write it, until every run given this input has returned.
+    pub unsafe fn new(address: u64, shape: &'a [usize], half: bool) -> DeviceBatch<'a> {
+        DeviceBatch { address, shape, half }
+    }
+
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+
+    pub fn shape(&self) -> &'a [usize] {
+        self.shape
+    }
+
+    pub fn half(&self) -> bool {
+        self.half
+    }
 }
 
 /// A GPU run as trtexec splits it: copies and GPU work timed by CUDA events, and the host time

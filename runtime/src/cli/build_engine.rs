@@ -55,6 +55,7 @@ pub fn main(_args: BuildEngineArgs) -> anyhow::Result<ExitCode> {
 #[cfg(feature = "tensorrt")]
 pub fn main(args: BuildEngineArgs) -> anyhow::Result<ExitCode> {
     use crate::backend::tensorrt::{cache, Calibration, TensorrtBackend, TrtOptions};
+    use crate::validate::calibration_set::CalibrationData;
     use crate::Error;
 
     if args.calib_cache.is_some() && args.calib.is_none() {
@@ -74,7 +75,13 @@ pub fn main(args: BuildEngineArgs) -> anyhow::Result<ExitCode> {
         sparsity: args.sparsity,
         engine_cache: None,
         timing_cache: args.timing_cache.clone(),
-        calibration: args.calib.map(|set| Calibration { set, cache: args.calib_cache }),
+        calibration: match &args.calib {
+            Some(set) => Some(Calibration {
+                set: std::sync::Arc::new(CalibrationData::open(&model, set)?),
+                cache: args.calib_cache.clone(),
+            }),
+            None => None,
+        },
     };
     let started = std::time::Instant::now();
     let (plan, info) = TensorrtBackend::with_options(options).build(&model, args.batch)?;

@@ -8,7 +8,7 @@ use super::fused::FusedPreprocess;
 use super::reference;
 use crate::frame::{Frame, PixelFormat};
 use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
-use crate::tensor::InputView;
+use crate::tensor::BatchView;
 
 const FORMATS: [PixelFormat; 5] =
     [PixelFormat::Yuyv, PixelFormat::Nv12, PixelFormat::Grey, PixelFormat::Rgb24, PixelFormat::Bgr24];
@@ -66,7 +66,7 @@ proptest! {
         prop_assert!(halves.iter().zip(&got).all(|(h, v)| h.to_bits() == f16::from_f32(*v).to_bits()));
         let mut bytes = vec![0u8; fused.item_len()];
         fused.run(&frame, &mut bytes).unwrap();
-        prop_assert_eq!(&bytes[..], &*InputView::F32(&got).to::<u8>());
+        prop_assert_eq!(&bytes[..], &*BatchView::F32(&got).to::<u8>());
         let want = reference::preprocess(&frame, &spec, out_w, out_h, layout).unwrap();
         prop_assert_eq!(got.len(), want.len());
         let worst = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);

@@ -20,7 +20,7 @@ fn check_backend(session: &dyn Session, backend: &str) -> Result<()> {
 }
 
 #[cfg(feature = "cuda")]
-pub use enabled::{DeviceBatch, GpuStage};
+pub use enabled::{DeviceBuffer, GpuStage};
 
 #[cfg(feature = "cuda")]
 mod enabled {
@@ -28,7 +28,7 @@ mod enabled {
 
     use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
-    use crate::backend::DeviceInput;
+    use crate::backend::DeviceBatch;
     use crate::cuda::{device, driver_error, GpuError};
     use crate::frame::Frame;
     use crate::preprocess::fused::FusedPreprocess;
@@ -45,18 +45,21 @@ mod enabled {
     }
 
     /// One batch of the model's input in GPU memory.
-    pub enum DeviceBatch {
+    pub enum DeviceBuffer {
         F32(CudaSlice<f32>),
         F16(CudaSlice<u16>),
     }
 
-    impl DeviceBatch {
-        pub fn input<'a>(&self, shape: &'a [usize]) -> DeviceInput<'a> {
+    impl DeviceBuffer {
+        pub fn input<'a>(&self, shape: &'a [usize]) -> DeviceBatch<'a> {
             let (address, half) = match self {
-                DeviceBatch::F32(slice) => (slice.device_ptr(slice.stream()).0, false),
-                DeviceBatch::F16(slice) => (slice.device_ptr(slice.stream()).0, true),
+                DeviceBuffer::F32(slice) => (slice.device_ptr(slice.stream()).0, false),
+                DeviceBuffer::F16(slice) => (slice.device_ptr(slice.stream()).0, true),
             };
-            DeviceInput { address, shape, half }
+            // SAFETY: the batch's own device memory, of `shape` (the batch the stage was opened
+            // for) in its element type; the slot that holds it is neither reused nor freed until
+            // the inference stage's run on it has returned.
+            unsafe { DeviceBatch::new(address, shape, half) }
         }
     }
 
@@ -76,7 +79,7 @@ mod enabled {
         /// Preprocesses `frame` into item `k` of `batch`, which is allocated on first use.
         pub fn fill(
             &mut self,
-            batch: &mut Option<DeviceBatch>,
+            batch: &mut Option<DeviceBuffer>,
             k: usize,
             frame: &Frame,
         ) -> Result<Geometry, String> {
@@ -86,8 +89,8 @@ mod enabled {
             let len = self.pass.item_len();
             let range = k * len..(k + 1) * len;
             let done = match batch.as_mut().expect("allocated above") {
-                DeviceBatch::F32(slice) => self.pass.run(frame, &mut slice.slice_mut(range)),
-                DeviceBatch::F16(slice) => self.pass.run(frame, &mut slice.slice_mut(range)),
+                DeviceBuffer::F32(slice) => self.pass.run(frame, &mut slice.slice_mut(range)),
+                DeviceBuffer::F16(slice) => self.pass.run(frame, &mut slice.slice_mut(range)),
             };
             done.map_err(|e| e.to_string())
         }
@@ -97,22 +100,22 @@ mod enabled {
             self.stream.synchronize().map_err(|e| driver_error("preprocessing on the GPU", e).to_string())
         }
 
-        fn allocate(&self) -> Result<DeviceBatch, GpuError> {
+        fn allocate(&self) -> Result<DeviceBuffer, GpuError> {
             let what = |e| driver_error("cudaMalloc for a batch of the model's input", e);
             Ok(match self.half {
-                true => DeviceBatch::F16(self.stream.alloc_zeros(self.batch_len).map_err(what)?),
-                false => DeviceBatch::F32(self.stream.alloc_zeros(self.batch_len).map_err(what)?),
+                true => DeviceBuffer::F16(self.stream.alloc_zeros(self.batch_len).map_err(what)?),
+                false => DeviceBuffer::F32(self.stream.alloc_zeros(self.batch_len).map_err(what)?),
             })
         }
     }
 }
 
 #[cfg(not(feature = "cuda"))]
-pub use disabled::{DeviceBatch, GpuStage};
+pub use disabled::{DeviceBuffer, GpuStage};
 
 #[cfg(not(feature = "cuda"))]
 mod disabled {
-    use crate::backend::DeviceInput;
+    use crate::backend::DeviceBatch;
     use crate::frame::Frame;
     use crate::preprocess::fused::FusedPreprocess;
     use crate::preprocess::Geometry;
@@ -120,10 +123,10 @@ mod disabled {
 
     /// Never made: this binary has no CUDA.
     pub enum GpuStage {}
-    pub enum DeviceBatch {}
+    pub enum DeviceBuffer {}
 
-    impl DeviceBatch {
-        pub fn input<'a>(&self, _shape: &'a [usize]) -> DeviceInput<'a> {
+    impl DeviceBuffer {
+        pub fn input<'a>(&self, _shape: &'a [usize]) -> DeviceBatch<'a> {
             match *self {}
         }
     }
@@ -144,7 +147,7 @@ mod disabled {
 
         pub fn fill(
             &mut self,
-            _batch: &mut Option<DeviceBatch>,
+            _batch: &mut Option<DeviceBuffer>,
             _k: usize,
             _frame: &Frame,
         ) -> Result<Geometry, String> {
@@ -177,7 +180,7 @@ pub fn open(
 /// The GPU stage against the CPU pass; needs an NVIDIA GPU (`benches/gpu-check.sh` runs it).
 #[cfg(all(test, feature = "cuda"))]
 mod tests {
-    use super::{DeviceBatch, GpuStage};
+    use super::{DeviceBuffer, GpuStage};
     use crate::frame::{Frame, PixelFormat};
     use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
     use crate::preprocess::fused::FusedPreprocess;
@@ -212,10 +215,10 @@ mod tests {
             }
             stage.finish().unwrap();
             let batch = batch.unwrap();
-            assert_eq!(batch.input(&shape).half, dtype == "f16");
+            assert_eq!(batch.input(&shape).half(), dtype == "f16");
             let got: Vec<f32> = match &batch {
-                DeviceBatch::F32(slice) => slice.stream().clone_dtoh(slice).unwrap(),
-                DeviceBatch::F16(slice) => slice
+                DeviceBuffer::F32(slice) => slice.stream().clone_dtoh(slice).unwrap(),
+                DeviceBuffer::F16(slice) => slice
                     .stream()
                     .clone_dtoh(slice)
                     .unwrap()

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
-use super::gpu::{DeviceBatch, GpuStage};
+use super::gpu::{DeviceBuffer, GpuStage};
 use super::queue::{pop, DropPolicy, Pool, Queue};
 use super::{Buffers, Ending, FrameResult, StreamConfig};
 use crate::backend::Session;
@@ -17,7 +17,7 @@ use crate::pipeline::Postprocess;
 use crate::preprocess::plan::FramePlan;
 use crate::preprocess::Geometry;
 use crate::tensor::ElementType;
-use crate::tensor::{Batch, HostTensor, InputData};
+use crate::tensor::{Batch, BatchValues, HostTensor};
 
 /// A source waits at most this long per call, so a stop request is seen promptly.
 const CAPTURE_SLICE: Duration = Duration::from_millis(100);
@@ -41,9 +41,9 @@ struct Item {
 /// One inference's input: a batch's values in the model's input type (empty with GPU
 /// preprocessing) and the frames in it.
 struct BatchSlot {
-    values: InputData,
+    values: BatchValues,
     /// The batch in GPU memory, with `--preprocess gpu`.
-    device: Option<DeviceBatch>,
+    device: Option<DeviceBuffer>,
     items: Vec<Item>,
     preprocess: Duration,
     inference: Duration,
@@ -102,7 +102,7 @@ pub(super) fn run(
     let tensor_pool = (2 * depth + 3) as u64;
     let host_values = if gpu.is_some() { 0 } else { input_shape.iter().product() };
     let tensors = Pool::new(tensor_pool as usize, move || BatchSlot {
-        values: InputData::zeros(input_dtype, host_values),
+        values: BatchValues::zeros(input_dtype, host_values),
         device: None,
         items: Vec::with_capacity(batch),
         preprocess: Duration::ZERO,
@@ -227,9 +227,9 @@ impl Passes {
                 let len = self.plan.item_len();
                 let item = k * len..(k + 1) * len;
                 match &mut slot.values {
-                    InputData::F32(values) => self.plan.run(frame, &mut values[item]),
-                    InputData::F16(values) => self.plan.run(frame, &mut values[item]),
-                    InputData::U8(values) => self.plan.run(frame, &mut values[item]),
+                    BatchValues::F32(values) => self.plan.run(frame, &mut values[item]),
+                    BatchValues::F16(values) => self.plan.run(frame, &mut values[item]),
+                    BatchValues::U8(values) => self.plan.run(frame, &mut values[item]),
                 }
             }
         }

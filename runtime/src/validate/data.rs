@@ -16,7 +16,7 @@ pub enum Label {
 }
 
 #[derive(Debug)]
-pub enum Items {
+pub enum Samples {
     Tensors(TensorSet),
     Images(Vec<(PathBuf, Option<Label>)>),
 }
@@ -24,24 +24,24 @@ pub enum Items {
 #[derive(Debug)]
 pub struct Dataset {
     pub path: PathBuf,
-    pub items: Items,
+    pub items: Samples,
 }
 
 impl Dataset {
     /// Loads a dataset; tensors must fit `model`'s input.
     pub fn load(path: &Path, model: &Model, labels_csv: Option<&Path>) -> Result<Dataset> {
         let items = if capture::is_npz(path) {
-            Items::Tensors(capture::npz::load(path, &model.manifest.input.shape[1..])?)
+            Samples::Tensors(capture::npz::load(path, &model.manifest.input.shape[1..])?)
         } else {
-            Items::Images(image_items(path, labels_csv)?)
+            Samples::Images(image_items(path, labels_csv)?)
         };
         Ok(Dataset { path: path.to_owned(), items })
     }
 
     pub fn len(&self) -> usize {
         match &self.items {
-            Items::Tensors(set) => set.len(),
-            Items::Images(images) => images.len(),
+            Samples::Tensors(set) => set.len(),
+            Samples::Images(images) => images.len(),
         }
     }
 
@@ -52,23 +52,23 @@ impl Dataset {
     /// Whether every item has a label.
     pub fn labelled(&self) -> bool {
         match &self.items {
-            Items::Tensors(set) => set.labels.is_some(),
-            Items::Images(images) => !images.is_empty() && images.iter().all(|(_, l)| l.is_some()),
+            Samples::Tensors(set) => set.labels.is_some(),
+            Samples::Images(images) => !images.is_empty() && images.iter().all(|(_, l)| l.is_some()),
         }
     }
 
     pub fn name(&self, index: usize) -> String {
         match &self.items {
-            Items::Tensors(_) => format!("{}#{index}", self.path.display()),
-            Items::Images(images) => images[index].0.display().to_string(),
+            Samples::Tensors(_) => format!("{}#{index}", self.path.display()),
+            Samples::Images(images) => images[index].0.display().to_string(),
         }
     }
 
     /// The class id of item `index`, names resolved against `model`'s labels.
     pub fn label(&self, index: usize, model: &Model) -> Result<Option<usize>> {
         let label = match &self.items {
-            Items::Tensors(set) => set.labels.as_ref().map(|l| Label::Id(l[index].max(0) as usize)),
-            Items::Images(images) => images[index].1.clone(),
+            Samples::Tensors(set) => set.labels.as_ref().map(|l| Label::Id(l[index].max(0) as usize)),
+            Samples::Images(images) => images[index].1.clone(),
         };
         match label {
             None => Ok(None),

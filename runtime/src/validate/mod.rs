@@ -1,6 +1,8 @@
 //! `validate`: run a reference and a candidate model on the same inputs and say whether the
 //! candidate keeps enough of the reference's quality, by one gate metric against a budget.
 
+#[cfg(feature = "tensorrt")]
+pub mod calibration_set;
 pub mod compare;
 pub mod data;
 pub mod map;
@@ -14,7 +16,7 @@ use crate::pipeline::{Pipeline, Sample};
 use crate::postprocess::Prediction;
 use crate::{Error, Result};
 use compare::{cosine, AbsDiff};
-use data::{Dataset, Items};
+use data::{Dataset, Samples};
 
 pub const SCHEMA: &str = "edgert.validate/1";
 /// Worst inputs listed in a report.
@@ -133,8 +135,8 @@ pub fn validate(
     for index in 0..data.len() {
         let image;
         let sample = match &data.items {
-            Items::Tensors(set) => Sample::Tensor(set.item(index)),
-            Items::Images(images) => {
+            Samples::Tensors(set) => Sample::Tensor(set.item(index)),
+            Samples::Images(images) => {
                 image = capture::load_image(&images[index].0)?;
                 Sample::Image(&image)
             }

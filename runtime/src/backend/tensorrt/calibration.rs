@@ -4,31 +4,41 @@
 //! calibration cache, when kept, skips the batches on the next build.
 
 use std::ffi::{c_char, c_void};
-use std::path::PathBuf;
-
-use sha2::{Digest, Sha256};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::ffi;
-use crate::capture;
 use crate::model::Model;
-use crate::preprocess::Preprocessor;
-use crate::validate::data::{Dataset, Items};
 use crate::{Error, Result};
 
+/// The inputs to calibrate on, already preprocessed as `run` does it: items of the model's input
+/// (without the batch axis), read one at a time. The command line makes it (images or an `.npz`,
+/// `validate::calibration_set`), so the backend needs no decoding or preprocessing of its own.
+pub trait CalibrationSet: Send + Sync + std::fmt::Debug {
+    /// The file or folder the items come from, for errors.
+    fn path(&self) -> &Path;
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// sha256 of what the items are made from, in the order they are fed: part of the engine
+    /// cache's key.
+    fn digest(&self) -> Result<String>;
+    /// Writes item `index` (one model input, `out.len()` values) into `out`.
+    fn item(&self, index: usize, out: &mut [f32]) -> Result<()>;
+}
+
 /// Where the calibration batches come from, and where TensorRT's calibration cache is kept.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Calibration {
-    /// Images (a file or a folder, through the manifest's preprocessing) or an `.npz` of inputs.
-    pub set: PathBuf,
+    pub set: Arc<dyn CalibrationSet>,
     /// Read before the build when it exists (no batches are then fed), written after it.
     pub cache: Option<PathBuf>,
 }
 
 /// Serves a calibration set to the shim one batch at a time.
 pub(super) struct Feeder {
-    data: Dataset,
-    /// For images; `None` for an `.npz`, whose items already are inputs.
-    preprocessor: Option<Preprocessor>,
+    set: Arc<dyn CalibrationSet>,
     item_len: usize,
     batch: usize,
     next: usize,
@@ -40,42 +50,20 @@ pub(super) struct Feeder {
 }
 
 impl Feeder {
-    pub fn open(model: &Model, set: &std::path::Path, batch: usize) -> Result<Feeder> {
-        let data = Dataset::load(set, model, None)?;
-        if data.len() < batch {
+    pub fn open(model: &Model, set: Arc<dyn CalibrationSet>, batch: usize) -> Result<Feeder> {
+        if set.len() < batch {
             return Err(Error::input(
-                set,
-                format!("holds {} samples; calibration needs at least one batch of {batch}", data.len()),
+                set.path(),
+                format!("holds {} samples; calibration needs at least one batch of {batch}", set.len()),
             ));
         }
-        let preprocessor = match data.items {
-            Items::Images(_) => Some(Preprocessor::for_model(model)?),
-            Items::Tensors(_) => None,
-        };
         let item_len = model.manifest.input.shape[1..].iter().product();
-        Ok(Feeder {
-            data,
-            preprocessor,
-            item_len,
-            batch,
-            next: 0,
-            error: None,
-            cache_out: Vec::new(),
-            batches_fed: 0,
-        })
+        Ok(Feeder { set, item_len, batch, next: 0, error: None, cache_out: Vec::new(), batches_fed: 0 })
     }
 
-    /// sha256 of the set's files, in the order they are fed: part of the engine cache's key.
+    /// The set's digest: part of the engine cache's key.
     pub fn digest(&self) -> Result<String> {
-        let files = match &self.data.items {
-            Items::Tensors(_) => vec![self.data.path.clone()],
-            Items::Images(images) => images.iter().map(|(path, _)| path.clone()).collect(),
-        };
-        let mut hasher = Sha256::new();
-        for file in files {
-            hasher.update(std::fs::read(&file).map_err(|e| Error::read(&file, e))?);
-        }
-        Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
+        self.set.digest()
     }
 
     /// Fills `out` with the next whole batch; `false` when none is left (a last partial batch is
@@ -83,7 +71,7 @@ impl Feeder {
     fn fill(&mut self, out: &mut [f32]) -> Result<bool> {
         if out.len() != self.batch * self.item_len {
             return Err(Error::input(
-                &self.data.path,
+                self.set.path(),
                 format!(
                     "TensorRT asked for batches of {} values, but {} inputs of {} values make {}",
                     out.len(),
@@ -93,19 +81,11 @@ impl Feeder {
                 ),
             ));
         }
-        if self.next + self.batch > self.data.len() {
+        if self.next + self.batch > self.set.len() {
             return Ok(false);
         }
         for slot in out.chunks_exact_mut(self.item_len) {
-            match (&self.data.items, &self.preprocessor) {
-                (Items::Tensors(set), _) => slot.copy_from_slice(set.item(self.next)),
-                (Items::Images(images), Some(preprocessor)) => {
-                    let path = &images[self.next].0;
-                    let image = capture::load_image(path)?;
-                    preprocessor.run_image(&image, slot).map_err(|reason| Error::input(path, reason))?;
-                }
-                (Items::Images(_), None) => unreachable!("`open` makes a preprocessor for images"),
-            }
+            self.set.item(self.next, slot)?;
             self.next += 1;
         }
         self.batches_fed += 1;

@@ -2,12 +2,15 @@
 //! cache, the engine cache's key, and each refusal.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::tests::{backend, engines_in, model, orin_trt10, orin_trt8};
 use super::{cache, mock, BuildPrecision, Calibration, Loaded, TensorrtBackend};
 use crate::backend::{Backend, PrepareOptions};
 use crate::capture;
+use crate::model::Model;
 use crate::preprocess::Preprocessor;
+use crate::validate::calibration_set::CalibrationData;
 use crate::Error;
 
 fn trt11() -> Loaded {
@@ -18,8 +21,16 @@ fn models_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../models")
 }
 
-fn calibrating(load: super::Loader, dir: &Path, set: PathBuf, cache: Option<PathBuf>) -> TensorrtBackend {
+/// A backend calibrating on `set`, read for `model` as `build-engine --calib` reads it.
+fn calibrating(
+    load: super::Loader,
+    dir: &Path,
+    model: &Model,
+    set: PathBuf,
+    cache: Option<PathBuf>,
+) -> TensorrtBackend {
     let mut trt = backend(load, dir);
+    let set = Arc::new(CalibrationData::open(model, &set).unwrap());
     trt.options.calibration = Some(Calibration { set, cache });
     trt
 }
@@ -29,8 +40,8 @@ fn images_are_preprocessed_into_whole_batches_and_the_calibration_cache_replaces
     let dir = tempfile::tempdir().unwrap();
     let images = models_dir().join("images");
     let cache_file = dir.path().join("mobilenet.calib");
-    let trt = calibrating(orin_trt8, dir.path(), images.clone(), Some(cache_file.clone()));
     let mobilenet = model("mobilenetv2_fp32.toml");
+    let trt = calibrating(orin_trt8, dir.path(), &mobilenet, images.clone(), Some(cache_file.clone()));
     let (plan, info) = trt.build(&mobilenet, 2).unwrap();
     assert_eq!(info.precision, "int8", "calibrating implies INT8");
     assert!(info.calibration_sha256.is_some());
@@ -63,7 +74,7 @@ fn an_npz_calibrates_and_the_engine_cache_keeps_calibrated_and_plain_engines_apa
     let mut trt = backend(orin_trt10, dir.path());
     trt.options.precision = Some(BuildPrecision::Int8);
     trt.prepare(&digits, &options).unwrap();
-    let trt = calibrating(orin_trt10, dir.path(), set, None);
+    let trt = calibrating(orin_trt10, dir.path(), &digits, set, None);
     let prepared = trt.prepare(&digits, &options).unwrap();
     prepared.spawn().unwrap().run(&super::tests::digits(1)).unwrap();
     let engines = engines_in(dir.path());
@@ -83,17 +94,17 @@ fn calibration_is_refused_where_it_cannot_work() {
     let images = models_dir().join("images");
     let digits = model("digits_mlp_nchw.toml");
 
-    let mut fp16 = calibrating(orin_trt10, dir.path(), images.clone(), None);
+    let mut fp16 = calibrating(orin_trt10, dir.path(), &digits, images.clone(), None);
     fp16.options.precision = Some(BuildPrecision::Fp16);
     let error = fp16.build(&digits, 1).unwrap_err();
     assert!(error.to_string().contains("needs precision int8 or best, not fp16"), "{error}");
 
-    let trt = calibrating(orin_trt10, dir.path(), images.clone(), None);
+    let trt = calibrating(orin_trt10, dir.path(), &digits, images.clone(), None);
     let error = trt.build(&model("digits_mlp_int8_qdq.toml"), 1).unwrap_err();
     let message = error.to_string();
     assert!(message.contains("digits_mlp_int8_qdq.toml: is already quantized (Q/DQ nodes)"), "{message}");
 
-    let error = calibrating(trt11, dir.path(), images.clone(), None).build(&digits, 1).unwrap_err();
+    let error = calibrating(trt11, dir.path(), &digits, images.clone(), None).build(&digits, 1).unwrap_err();
     assert!(error.to_string().contains("TensorRT 11.1.0 has no INT8 calibrator"), "{error}");
 
     let error = trt.build(&digits, 8).unwrap_err();
@@ -102,8 +113,9 @@ fn calibration_is_refused_where_it_cannot_work() {
         "{error}"
     );
 
+    // The set is read where the command line makes it, before any build.
     let missing = dir.path().join("no-such-set");
-    let error = calibrating(orin_trt10, dir.path(), missing, None).build(&digits, 1).unwrap_err();
+    let error = CalibrationData::open(&digits, &missing).unwrap_err();
     assert!(matches!(&error, Error::Read { path, .. } if path.ends_with("no-such-set")), "{error}");
 
     for error in [fp16.build(&digits, 1).unwrap_err(), trt.build(&digits, 8).unwrap_err()] {
@@ -118,8 +130,9 @@ fn an_image_that_does_not_decode_stops_calibration_with_its_name() {
     std::fs::create_dir(&set).unwrap();
     std::fs::copy(models_dir().join("images/bus.jpg"), set.join("a.jpg")).unwrap();
     std::fs::write(set.join("b.png"), b"not a png").unwrap();
-    let trt = calibrating(orin_trt10, dir.path(), set, None);
-    let error = trt.build(&model("digits_mlp_nchw.toml"), 1).unwrap_err();
+    let digits = model("digits_mlp_nchw.toml");
+    let trt = calibrating(orin_trt10, dir.path(), &digits, set, None);
+    let error = trt.build(&digits, 1).unwrap_err();
     let message = error.to_string();
     assert!(message.contains("b.png: not an image"), "{message}");
     assert_eq!(error.exit_code(), 2);
@@ -153,7 +166,7 @@ fn a_model_with_two_inputs_is_not_calibrated() {
     let manifest_path = dir.path().join("two_inputs.toml");
     std::fs::write(&manifest_path, manifest).unwrap();
     let two = crate::model::Model::load(&manifest_path, &Default::default()).unwrap();
-    let trt = calibrating(orin_trt10, dir.path(), models_dir().join("digits_calib.npz"), None);
+    let trt = calibrating(orin_trt10, dir.path(), &two, models_dir().join("digits_calib.npz"), None);
     let error = trt.build(&two, 1).unwrap_err();
     assert!(
         error.to_string().contains("two_inputs.toml: has 2 inputs; calibration feeds models with one"),

@@ -313,6 +313,7 @@ mod tests {
     #[test]
     fn the_rust_structs_are_laid_out_as_the_header_declares() {
         let mut c = [0usize; 32];
+        // SAFETY: the C side writes at most `capacity` values into `c`.
         let count = unsafe { edgert_trt_layout(c.as_mut_ptr(), c.len()) };
         let rust = [
             size_of::<Symbols>(),

@@ -18,6 +18,7 @@ pub struct Runtime {
 
 // SAFETY: TensorRT's IRuntime may be used from any thread; the shim guards its logger.
 unsafe impl Send for Runtime {}
+// SAFETY: as above; `&Runtime` methods only create engines and read versions.
 unsafe impl Sync for Runtime {}
 
 impl Runtime {
@@ -36,6 +37,7 @@ impl Runtime {
         let mut runtime = Runtime {
             api,
             raw,
+            // SAFETY: `raw` is the live runtime just created.
             version: TrtVersion::decode(unsafe { (api.runtime_version)(raw) }),
             device: ffi::Device::default(),
             _libraries: libraries,
@@ -46,6 +48,7 @@ impl Runtime {
                 runtime.version
             ));
         }
+        // SAFETY: `raw` is live; the shim writes one `Device` and at most an `ErrorBuf`.
         if unsafe { (api.runtime_device)(raw, &mut runtime.device, &mut error) } != 0 {
             return Err(error.text());
         }
@@ -60,18 +63,23 @@ impl Runtime {
     pub fn load(self: &Arc<Self>, plan: &[u8], dla_core: Option<u32>) -> Result<Engine, String> {
         let mut error = ErrorBuf::new();
         let dla = dla_core.map_or(-1, |c| c as i32);
+        // SAFETY: the runtime is live and `plan` is `plan.len()` readable bytes for the call; the
+        // shim copies what it keeps.
         let raw =
             unsafe { (self.api.engine_load)(self.raw, plan.as_ptr().cast(), plan.len(), dla, &mut error) };
         if raw.is_null() {
             return Err(error.text());
         }
         let mut engine = Engine { runtime: Arc::clone(self), raw, tensors: Vec::new() };
+        // SAFETY: `raw` is the live engine just loaded (`engine` frees it from here on).
         let count = unsafe { (self.api.engine_tensor_count)(raw) };
         for index in 0..count {
             let mut tensor = ffi::Tensor::empty();
+            // SAFETY: `index` is below the engine's count; the shim fills one `Tensor`.
             if unsafe { (self.api.engine_tensor)(raw, index, &mut tensor, &mut error) } != 0 {
                 return Err(error.text());
             }
+            // SAFETY: the shim set `name` to the engine's NUL-terminated name, alive with the engine.
             let name = unsafe { tensor.name() };
             engine.tensors.push(EngineTensor {
                 c_name: CString::new(name.clone()).map_err(|_| format!("tensor name {name:?} has a NUL"))?,
@@ -88,6 +96,8 @@ impl Runtime {
     pub fn build(&self, onnx: &[u8], options: &ffi::BuildOptions) -> Result<(Vec<u8>, Vec<u8>), String> {
         let mut error = ErrorBuf::new();
         let (mut plan, mut timing_cache) = (ffi::Blob::empty(), ffi::Blob::empty());
+        // SAFETY: the runtime is live, `onnx` and `options` are readable for the call, and the shim
+        // writes the two blobs (freed below) and at most an `ErrorBuf`.
         let status = unsafe {
             (self.api.build)(
                 self.raw,
@@ -106,6 +116,7 @@ impl Runtime {
                 // SAFETY: the shim allocated `bytes` bytes at `data`.
                 unsafe { std::slice::from_raw_parts(blob.data as *const u8, blob.bytes) }.to_vec()
             };
+            // SAFETY: a blob the shim filled (or left empty), freed once.
             unsafe { (self.api.blob_free)(blob) };
             bytes
         };
@@ -119,6 +130,7 @@ impl Runtime {
 
 impl Drop for Runtime {
     fn drop(&mut self) {
+        // SAFETY: engines hold an `Arc` of the runtime, so none is left; freed once.
         unsafe { (self.api.runtime_destroy)(self.raw) }
     }
 }
@@ -141,11 +153,13 @@ pub struct Engine {
 
 // SAFETY: ICudaEngine is immutable once built; contexts are created from any thread.
 unsafe impl Send for Engine {}
+// SAFETY: as above.
 unsafe impl Sync for Engine {}
 
 impl Engine {
     pub fn context(self: &Arc<Self>) -> Result<Context, String> {
         let mut error = ErrorBuf::new();
+        // SAFETY: the engine is live (and kept so by the context's `Arc`).
         let raw = unsafe { (self.runtime.api.context_create)(self.raw, &mut error) };
         if raw.is_null() {
             return Err(error.text());
@@ -156,6 +170,7 @@ impl Engine {
 
 impl Drop for Engine {
     fn drop(&mut self) {
+        // SAFETY: contexts hold an `Arc` of the engine, so none is left; freed once.
         unsafe { (self.runtime.api.engine_destroy)(self.raw) }
     }
 }
@@ -188,6 +203,8 @@ impl Context {
         let mut error = ErrorBuf::new();
         let name = &self.engine.tensors[tensor].c_name;
         let api = self.engine.runtime.api;
+        // SAFETY: the context is live, `name` is the tensor's NUL-terminated name and `dims` holds
+        // `dims.len()` values for the call.
         if unsafe {
             (api.context_set_input_shape)(
                 self.raw,
@@ -209,6 +226,7 @@ impl Context {
         let (mut nb_dims, mut dims) = (0i32, [0i64; ffi::MAX_DIMS]);
         let name = &self.engine.tensors[tensor].c_name;
         let api = self.engine.runtime.api;
+        // SAFETY: the context is live; the shim writes at most `MAX_DIMS` values into `dims`.
         if unsafe {
             (api.context_tensor_shape)(self.raw, name.as_ptr(), &mut nb_dims, dims.as_mut_ptr(), &mut error)
         } != 0
@@ -218,8 +236,12 @@ impl Context {
         Ok(dims[..nb_dims.clamp(0, ffi::MAX_DIMS as i32) as usize].to_vec())
     }
 
-    /// Runs once: `buffers[i]` is the host memory of `tensors[i]`.
-    pub fn run(&mut self, buffers: &mut [Buffer]) -> Result<ffi::Timing, String> {
+    /// Runs once: `buffers[i]` is the memory of `tensors[i]`.
+    ///
+    /// # Safety
+    /// Each `Buffer::Device` must point to that many bytes of memory the GPU can read (an input)
+    /// or write (an output), allocated until this call returns.
+    pub unsafe fn run(&mut self, buffers: &mut [Buffer]) -> Result<ffi::Timing, String> {
         let tensors = &self.engine.tensors;
         let bindings: Vec<ffi::Binding> = tensors
             .iter()
@@ -238,6 +260,8 @@ impl Context {
         let mut error = ErrorBuf::new();
         let mut timing = ffi::Timing::default();
         let api = self.engine.runtime.api;
+        // SAFETY: `bindings` and the names it points to live until the call returns; host buffers
+        // are slices of their stated length, device ones are the caller's promise (# Safety).
         if unsafe {
             (api.context_run)(self.raw, bindings.as_ptr(), bindings.len() as i32, &mut timing, &mut error)
         } != 0
@@ -250,6 +274,7 @@ impl Context {
 
 impl Drop for Context {
     fn drop(&mut self) {
+        // SAFETY: the context is freed once, before the engine its `Arc` keeps alive.
         unsafe { (self.engine.runtime.api.context_destroy)(self.raw) }
     }
 }

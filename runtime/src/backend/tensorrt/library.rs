@@ -51,6 +51,7 @@ fn open_from(names: &[&str], dirs: &[PathBuf], what: &str, fix: &str) -> Result<
         for dir in dirs {
             let path = dir.join(name);
             if path.exists() {
+                // SAFETY: as above.
                 match unsafe { Library::new(&path) } {
                     Ok(library) => return Ok(library),
                     Err(e) => {

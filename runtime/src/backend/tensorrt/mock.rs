@@ -60,6 +60,7 @@ struct MockContext {
 }
 
 fn fail(error: *mut ErrorBuf, message: &str) {
+    // SAFETY: every shim call is given a live `ErrorBuf`, as the real shim's are.
     let error = unsafe { &mut *error };
     for (slot, byte) in error.message.iter_mut().zip(message.bytes().chain([0]).take(1023)) {
         *slot = byte as c_char;

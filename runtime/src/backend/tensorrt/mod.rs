@@ -22,7 +22,7 @@ pub mod version;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
-pub use calibration::Calibration;
+pub use calibration::{Calibration, CalibrationSet};
 pub use options::{BuildPrecision, TrtOptions};
 
 use super::{Backend, PrepareOptions, Prepared};
@@ -214,7 +214,7 @@ fn feeder(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOptions) 
             runtime.version
         )));
     }
-    Feeder::open(model, &calibration.set, batch).map(Some)
+    Feeder::open(model, calibration.set.clone(), batch).map(Some)
 }
 
 /// What an engine of `model` at `batch` would be built as, on this runtime.

@@ -43,7 +43,7 @@ impl BuildPrecision {
     }
 }
 
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct TrtOptions {
     /// None: from the model's weights.
     pub precision: Option<BuildPrecision>,

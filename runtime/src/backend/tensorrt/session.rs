@@ -8,7 +8,7 @@ use half::f16;
 
 use super::ffi;
 use super::handles::{Buffer, Context, Engine};
-use crate::backend::{DeviceInput, DeviceTiming, Prepared, Session};
+use crate::backend::{DeviceBatch, DeviceTiming, Prepared, Session};
 use crate::tensor::{Batch, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
@@ -128,7 +128,7 @@ impl TrtSession {
 /// Where a run's input is.
 enum Input<'a> {
     Host(Batch<'a>),
-    Device(&'a DeviceInput<'a>),
+    Device(&'a DeviceBatch<'a>),
 }
 
 impl TrtSession {
@@ -137,7 +137,7 @@ impl TrtSession {
         let failed = |reason: String| Error::Inference { path: path.clone(), reason };
         let shape = match input {
             Input::Host(batch) => batch.shape,
-            Input::Device(device) => device.shape,
+            Input::Device(device) => device.shape(),
         };
         if *shape != self.shape {
             self.set_shape(shape).map_err(failed)?;
@@ -164,15 +164,15 @@ impl TrtSession {
                 }
             },
             Input::Device(device) => {
-                if device.half != self.input_f16.is_some() {
-                    let (engine, given) = if device.half { ("f32", "f16") } else { ("f16", "f32") };
+                if device.half() != self.input_f16.is_some() {
+                    let (engine, given) = if device.half() { ("f32", "f16") } else { ("f16", "f32") };
                     return Err(failed(format!(
                         "the engine's input is {engine}, the GPU input given is {given}"
                     )));
                 }
-                let values: usize = device.shape.iter().product();
-                let size = if device.half { 2 } else { 4 };
-                Buffer::Device(device.address as *mut std::ffi::c_void, values * size)
+                let values: usize = device.shape().iter().product();
+                let size = if device.half() { 2 } else { 4 };
+                Buffer::Device(device.address() as *mut std::ffi::c_void, values * size)
             }
         };
         let mut input_buffer = Some(input_buffer);
@@ -191,7 +191,9 @@ impl TrtSession {
                 false => Buffer::Out(output_bytes.next().expect("one per output")),
             })
             .collect();
-        let timing = self.context.run(&mut buffers).map_err(failed)?;
+        // SAFETY: host buffers are live slices; a device buffer is a `DeviceBatch`, whose maker
+        // vouched (`DeviceBatch::new`) for that many bytes of GPU-visible memory until we return.
+        let timing = unsafe { self.context.run(&mut buffers) }.map_err(failed)?;
         drop(buffers);
         for (output, staged) in outputs.iter_mut().zip(&self.outputs_f16) {
             if let Some(staged) = staged {
@@ -221,7 +223,7 @@ impl Session for TrtSession {
         true
     }
 
-    fn run_on_device(&mut self, input: &DeviceInput) -> Result<Vec<HostTensor>> {
+    fn run_on_device(&mut self, input: &DeviceBatch) -> Result<Vec<HostTensor>> {
         self.run_from(Input::Device(input))
     }
 }

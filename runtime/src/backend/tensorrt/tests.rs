@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use super::{cache, ffi, mock, BuildPrecision, Loaded, TensorrtBackend, TrtOptions};
-use crate::backend::{cpu::CpuBackend, Backend, DeviceInput, PrepareOptions};
+use crate::backend::{cpu::CpuBackend, Backend, DeviceBatch, PrepareOptions};
 use crate::model::{BareModelOptions, Model};
 use crate::tensor::HostTensor;
 use crate::Error;
@@ -315,11 +315,15 @@ fn an_input_already_on_the_gpu_is_bound_in_place_and_gives_the_same_outputs() {
     let input = digits(2);
     let from_host = session.run(&input).unwrap();
     // The mock reads "device" memory where it is, as a Jetson reads mapped memory.
-    let device = DeviceInput { address: input.data.as_ptr() as u64, shape: &input.shape, half: false };
+    let address = input.data.as_ptr() as u64;
+    // SAFETY: `input`'s f32 values, alive and unwritten until the end of the test.
+    let device = unsafe { DeviceBatch::new(address, &input.shape, false) };
     let in_place = session.run_on_device(&device).unwrap();
     assert_eq!(in_place[0].shape, from_host[0].shape);
     assert_eq!(in_place[0].data, from_host[0].data);
-    let error = session.run_on_device(&DeviceInput { half: true, ..device }).unwrap_err();
+    // SAFETY: the same memory, said to be f16: the run refuses the type before reading anything.
+    let half = unsafe { DeviceBatch::new(address, &input.shape, true) };
+    let error = session.run_on_device(&half).unwrap_err();
     assert!(error.to_string().contains("the engine's input is f32, the GPU input given is f16"), "{error}");
     let cpu = CpuBackend.prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions::default()).unwrap();
     assert!(!cpu.spawn().unwrap().takes_device_input());
