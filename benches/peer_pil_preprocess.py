@@ -21,6 +21,7 @@ import glob
 import json
 import os
 import platform
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -80,21 +81,24 @@ def edgert_preprocess_ms(edgert, photo, seconds):
         return json.load(open(report.name))["runs"][0]["stages"]["preprocess"]["p50_ms"]
 
 
-def edgert_top1(edgert, model, photos):
+def edgert_top1(edgert, model, folder, photos):
     out = subprocess.run([edgert, "run", "-m", os.path.join(ROOT, f"models/{model}.toml"), "--input",
-                          *photos, "--json"], check=True, capture_output=True, text=True).stdout
+                          folder, "--json"], check=True, capture_output=True, text=True).stdout
     by_input = {}
     for line in out.splitlines():
         item = json.loads(line)
-        by_input[item["input"]] = item["prediction"]["classes"][0]["class_id"]
-    return [by_input[p] for p in photos]
+        by_input[os.path.basename(item["input"])] = item["prediction"]["classes"][0]["class_id"]
+    return [by_input[os.path.basename(p)] for p in photos]
 
 
 def agreement_set(folder):
+    """The shipped photos and their rescaled copies, all in `folder`."""
     photos = []
     for path in sorted(glob.glob(os.path.join(ROOT, "models/images/*"))):
         image = Image.open(path).convert("RGB")
-        photos.append(path)
+        copy = os.path.join(folder, os.path.basename(path))
+        shutil.copy(path, copy)
+        photos.append(copy)
         name = os.path.splitext(os.path.basename(path))[0]
         for shrink in (1.2, 1.8, 2.5, 3.2, 4.0):
             s = shrink * 256 / min(image.size)
@@ -136,7 +140,9 @@ def main():
             print(f"| {os.path.basename(photo)} {image.width}x{image.height} | {t_pil:.2f} ms | {t_cv:.2f} ms | "
                   f"{cells} | {t_ours['edgert'] / t_pil:.2f}x | {t_ours['edgert'] / t_cv:.2f}x |")
 
-        photos = agreement_set(folder)
+        agree = os.path.join(folder, "agreement")
+        os.mkdir(agree)
+        photos = agreement_set(agree)
         print(f"\ntop-1 agreement with onnxruntime fed by PIL, {len(photos)} photos:")
         print("\n| model | " + " | ".join(binaries) + " | OpenCV's preprocessing |")
         print("|---|" + "---|" * (len(binaries) + 1))
@@ -149,7 +155,7 @@ def main():
             cv_top1 = [top1(opencv(np.asarray(Image.open(p).convert("RGB")))) for p in photos]
             cells = []
             for path in binaries.values():
-                got = edgert_top1(path, model, photos)
+                got = edgert_top1(path, model, agree, photos)
                 cells.append(f"{sum(a == b for a, b in zip(got, want))} / {len(photos)}")
             agree_cv = sum(a == b for a, b in zip(cv_top1, want))
             print(f"| {model} | " + " | ".join(cells) + f" | {agree_cv} / {len(photos)} |")

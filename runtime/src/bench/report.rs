@@ -1,4 +1,4 @@
-//! The bench report, schema `edgert.bench/2` (documented in the README and in
+//! The bench report, schema `edgert.bench/2` (documented in docs/reports.md and in
 //! `runtime/schema/edgert.bench-2.schema.json`). Change the schema name when a field changes meaning.
 
 use serde::Serialize;

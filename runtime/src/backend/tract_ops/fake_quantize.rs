@@ -1,7 +1,6 @@
 //! `FakeQuantize`: an INT8 QDQ model's QuantizeLinear → DequantizeLinear pair on an f32
-//! activation as one f32 → f32 pass, where tract runs the two ops (its QuantizeLinear alone took
-//! 60 % of MobileNetV2 INT8 QDQ's time, benches/RESULTS.md), with a ReLU or ReLU6 right before it
-//! folded in. The values are ONNX's for the pair:
+//! activation as one f32 → f32 pass, where tract runs the two ops (its QuantizeLinear alone was
+//! most of MobileNetV2 INT8 QDQ's time), with a ReLU or ReLU6 right before it folded in. The values are ONNX's for the pair:
 //! `(saturate(round_half_even(x / scale) + zero_point) - zero_point) * scale`.
 
 use tract_onnx::prelude::*;

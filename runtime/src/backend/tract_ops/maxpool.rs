@@ -1,8 +1,7 @@
 //! `MaxPool`: tract's f32 2-D max pooling over channel-first planes (YOLO's downsampling), one
 //! output row at a time from the input rows its windows cover, each a run the compiler
-//! vectorizes; split between the pool's threads by planes. tract's own took a fifth of
-//! YOLOv3-tiny's time, 9× this one's, and runs on one thread without `tract-threads`
-//! (benches/RESULTS.md).
+//! vectorizes; split between the pool's threads by planes. tract's own was a large share of
+//! YOLOv3-tiny's time, and runs on one thread without `tract-threads` (benches/RESULTS.md).
 
 use std::ops::Range;
 

@@ -87,9 +87,8 @@ impl Product<'_> {
         let end = |rows: usize, cols: usize, (_, rs, cs): Matrix| (rows - 1) * rs + (cols - 1) * cs + 1;
         ensure!(end(m, k, self.a) <= self.a.0.len() && end(k, n, self.b) <= self.b.0.len());
         ensure!((m - 1) * out_rs + n <= out.len(), "product output out of bounds");
-        // gemm-f32's kernels write a column-major destination fast and a row-major one slowly
-        // (MobileNetV2's 16 → 96 channels here: 2.4 ms against 0.3), so the product is
-        // computed as its transpose, bᵀ · aᵀ, column-major, as the `gemm` crate's front end does.
+        // gemm-f32's kernels write a column-major destination fast and a row-major one several
+        // times more slowly, so the product is computed as its transpose, bᵀ · aᵀ, column-major, as the `gemm` crate's front end does.
         // SAFETY: every index the strides reach is inside its slice (checked above), and `out`
         // is borrowed mutably. `read_dst` is false: `out` is only written.
         unsafe {
