@@ -19,10 +19,13 @@ const MAX_BILINEAR_SHRINK: usize = 2;
 
 /// The planned way for frames of one size and format; `run` keeps its scratch between frames.
 pub struct FramePlan {
-    fused: FusedPreprocess,
+    /// The fused pass over frames as they come: what runs where there is no downscale, and what
+    /// the GPU kernel runs.
+    single: FusedPreprocess,
+    /// Where the frame shrinks more than 2×: the downscale, and the fused pass over its output.
+    downscaled: Option<(Downscale, FusedPreprocess)>,
     format: PixelFormat,
     source: (usize, usize),
-    downscale: Option<Downscale>,
 }
 
 impl FramePlan {
@@ -37,7 +40,10 @@ impl FramePlan {
         let place = placement(spec, source_w, source_h, width, height)?;
         let shrinks = source_w > MAX_BILINEAR_SHRINK * place.resized_w
             || source_h > MAX_BILINEAR_SHRINK * place.resized_h;
-        let (fused, downscale) = match Downscale::pixel_type(format) {
+        let single = FusedPreprocess::new(spec, width, height, layout, source_w, source_h)?;
+        // YUYV and NV12 share chroma between pixels: no resize crate takes them, and converting a
+        // whole camera frame to RGB first would cost more than the pass. Sampled bilinearly.
+        let downscaled = match Downscale::pixel_type(format) {
             Some(pixel_type) if shrinks => {
                 let downscale = Downscale::new(pixel_type, &place, (width, height), (source_w, source_h));
                 let geometry = place.geometry(source_w, source_h);
@@ -50,36 +56,33 @@ impl FramePlan {
                     origin_x: place.origin_x - downscale.visible_x.0 as i64,
                     origin_y: place.origin_y - downscale.visible_y.0 as i64,
                 };
-                (
-                    FusedPreprocess::placed(spec, width, height, layout, (dw, dh), at, geometry),
-                    Some(downscale),
-                )
+                let fused = FusedPreprocess::placed(spec, width, height, layout, (dw, dh), at, geometry);
+                Some((downscale, fused))
             }
-            // YUYV and NV12 share chroma between pixels: no resize crate takes them, and converting
-            // a whole camera frame to RGB first would cost more than the pass. Sampled bilinearly.
-            _ => (FusedPreprocess::new(spec, width, height, layout, source_w, source_h)?, None),
+            _ => None,
         };
-        Ok(FramePlan { fused, format, source: (source_w, source_h), downscale })
+        Ok(FramePlan { single, downscaled, format, source: (source_w, source_h) })
     }
 
     /// Values in the output (one batch item).
     pub fn item_len(&self) -> usize {
-        self.fused.item_len()
+        self.single.item_len()
     }
 
     /// The geometry every frame of the planned size gets.
     pub fn geometry(&self) -> Geometry {
-        self.fused.geometry()
+        self.single.geometry()
     }
 
-    /// The single pass alone, without the downscale: what the GPU kernel runs.
+    /// The fused pass alone over frames as they come, without the downscale: what the GPU kernel
+    /// runs (bilinear at any shrink).
     pub fn fused(&self) -> &FusedPreprocess {
-        &self.fused
+        &self.single
     }
 
     /// Whether frames are downscaled with a filter before the fused pass.
     pub fn downscales(&self) -> bool {
-        self.downscale.is_some()
+        self.downscaled.is_some()
     }
 
     /// Fills `out` (`item_len` values) from `frame`, which must have the planned size and format.
@@ -95,11 +98,11 @@ impl FramePlan {
                 self.source.1
             ));
         }
-        match &mut self.downscale {
-            None => self.fused.run(frame, out),
-            Some(downscale) => {
+        match &mut self.downscaled {
+            None => self.single.run(frame, out),
+            Some((downscale, fused)) => {
                 let small = downscale.run(frame)?;
-                self.fused.run(&small, out)
+                fused.run(&small, out)
             }
         }
     }

@@ -110,6 +110,12 @@ fn a_downscaled_frame_keeps_its_geometry_border_and_crop() {
         assert!(plan.downscales());
         let single = fused::FusedPreprocess::new(&s, 8, 8, Layout::Nchw, w, h).unwrap();
         assert_eq!(plan.geometry(), single.geometry());
+        // What the GPU kernel gets is the single pass over frames as they come, not the pass
+        // over the downscaled pixels.
+        let pixels = vec![0u8; w * h * 3];
+        let mut out = vec![0.0f32; p.item_len()];
+        let frame = Frame::new(PixelFormat::Rgb24, w, h, w * 3, &pixels).unwrap();
+        assert_eq!(plan.fused().run(&frame, &mut out).unwrap(), single.geometry());
     }
     // A 64×24 frame letterboxed into 8×8 is 8×3 (8 / 64 = 0.375 of 24, rounded), rows 2..5.
     let p = preprocessor(
