@@ -58,12 +58,12 @@ impl Error {
         Error::Read { path: path.to_owned(), reason: err.to_string() }
     }
 
-    pub fn input(path: &Path, reason: impl Into<String>) -> Self {
-        Error::Input { path: path.to_owned(), reason: reason.into() }
+    pub fn input(path: &Path, reason: impl std::fmt::Display) -> Self {
+        Error::Input { path: path.to_owned(), reason: reason.to_string() }
     }
 
-    pub fn manifest(path: &Path, reason: impl Into<String>) -> Self {
-        Error::Manifest { path: path.to_owned(), reason: reason.into() }
+    pub fn manifest(path: &Path, reason: impl std::fmt::Display) -> Self {
+        Error::Manifest { path: path.to_owned(), reason: reason.to_string() }
     }
 }
 

@@ -57,6 +57,21 @@ impl PixelFormat {
     }
 }
 
+/// Why bytes cannot be a frame of the format and size given.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    #[error("a {width}x{height} frame has no pixels")]
+    Empty { width: usize, height: usize },
+    #[error("{format:?} needs even sides, the frame is {width}x{height}")]
+    OddSides { format: PixelFormat, width: usize, height: usize },
+    #[error("a {width}x{height} frame of stride {stride} cannot fit in memory")]
+    TooLarge { width: usize, height: usize, stride: usize },
+    #[error("stride {stride} is less than a {format:?} row of {width} pixels")]
+    ShortStride { format: PixelFormat, width: usize, stride: usize },
+    #[error("{format:?} {width}x{height} needs {needed} bytes, the frame has {given}")]
+    ShortData { format: PixelFormat, width: usize, height: usize, needed: usize, given: usize },
+}
+
 /// A frame borrowed from a capture buffer.
 #[derive(Debug, Clone, Copy)]
 pub struct Frame<'a> {
@@ -76,14 +91,11 @@ impl<'a> Frame<'a> {
         height: usize,
         stride: usize,
         data: &'a [u8],
-    ) -> Result<Frame<'a>, String> {
+    ) -> Result<Frame<'a>, FrameError> {
         Frame::check_layout(format, width, height, stride)?;
         let needed = format.frame_bytes(stride, height);
         if data.len() < needed {
-            return Err(format!(
-                "{format:?} {width}x{height} needs {needed} bytes, the frame has {}",
-                data.len()
-            ));
+            return Err(FrameError::ShortData { format, width, height, needed, given: data.len() });
         }
         Ok(Frame { format, width, height, stride, data })
     }
@@ -95,9 +107,9 @@ impl<'a> Frame<'a> {
         width: usize,
         height: usize,
         stride: usize,
-    ) -> Result<(), String> {
+    ) -> Result<(), FrameError> {
         if width == 0 || height == 0 {
-            return Err(format!("a {width}x{height} frame has no pixels"));
+            return Err(FrameError::Empty { width, height });
         }
         let odd = match format {
             PixelFormat::Yuyv => !width.is_multiple_of(2),
@@ -105,14 +117,14 @@ impl<'a> Frame<'a> {
             _ => false,
         };
         if odd {
-            return Err(format!("{format:?} needs even sides, the frame is {width}x{height}"));
+            return Err(FrameError::OddSides { format, width, height });
         }
         // NV12's frames are the largest: 1.5 rows of stride per pixel row.
         if height.checked_mul(2).and_then(|rows| rows.checked_mul(stride)).is_none() {
-            return Err(format!("a {width}x{height} frame of stride {stride} cannot fit in memory"));
+            return Err(FrameError::TooLarge { width, height, stride });
         }
         if stride < format.min_stride(width) {
-            return Err(format!("stride {stride} is less than a {format:?} row of {width} pixels"));
+            return Err(FrameError::ShortStride { format, width, stride });
         }
         Ok(())
     }

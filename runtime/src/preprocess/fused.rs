@@ -5,7 +5,7 @@
 //! sampling taps of every output row and column are computed once per frame size, not per frame.
 
 use super::colour::{luma, yuv_values_to_rgb};
-use super::Geometry;
+use super::{Geometry, PreprocessError};
 use crate::frame::{Frame, PixelFormat};
 use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
 use crate::tensor::InputElement;
@@ -55,12 +55,12 @@ pub(super) fn placement(
     sh: usize,
     w: usize,
     h: usize,
-) -> Result<Placement, String> {
+) -> Result<Placement, PreprocessError> {
     let at =
         |resized_w, resized_h, origin_x, origin_y| Placement { resized_w, resized_h, origin_x, origin_y };
     Ok(match spec.resize {
         ResizeMode::None if (sw, sh) != (w, h) => {
-            return Err(format!("frame is {sw}x{sh}, the model wants {w}x{h} and resize is 'none'"))
+            return Err(PreprocessError::ResizeNone { frame: (sw, sh), model: (w, h) })
         }
         ResizeMode::None | ResizeMode::Stretch => at(w, h, 0, 0),
         ResizeMode::Letterbox => {
@@ -125,7 +125,7 @@ impl FusedPreprocess {
         layout: Layout,
         source_w: usize,
         source_h: usize,
-    ) -> Result<FusedPreprocess, String> {
+    ) -> Result<FusedPreprocess, PreprocessError> {
         let place = placement(spec, source_w, source_h, width, height)?;
         let geometry = place.geometry(source_w, source_h);
         Ok(FusedPreprocess::placed(spec, width, height, layout, (source_w, source_h), place, geometry))
@@ -176,15 +176,15 @@ impl FusedPreprocess {
     }
 
     /// Whether `frame` has the planned size and the output `out_len` values.
-    pub(super) fn check(&self, frame: &Frame, out_len: usize) -> Result<(), String> {
+    pub(super) fn check(&self, frame: &Frame, out_len: usize) -> Result<(), PreprocessError> {
         if (frame.width, frame.height) != self.source {
-            return Err(format!(
-                "frame is {}x{}, the pass was planned for {}x{}",
-                frame.width, frame.height, self.source.0, self.source.1
-            ));
+            return Err(PreprocessError::NotPlannedSize {
+                frame: (frame.width, frame.height),
+                planned: self.source,
+            });
         }
         if out_len != self.item_len() {
-            return Err(format!("output has {out_len} values, the input needs {}", self.item_len()));
+            return Err(PreprocessError::OutputLength { given: out_len, needed: self.item_len() });
         }
         Ok(())
     }
@@ -196,7 +196,7 @@ impl FusedPreprocess {
 
     /// Fills `out` (`item_len` values) from `frame`, which must have the planned size: f32, or
     /// the f16 or u8 a model's input takes, each value converted as it is stored.
-    pub fn run<T: InputElement>(&self, frame: &Frame, out: &mut [T]) -> Result<Geometry, String> {
+    pub fn run<T: InputElement>(&self, frame: &Frame, out: &mut [T]) -> Result<Geometry, PreprocessError> {
         self.check(frame, out.len())?;
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") {

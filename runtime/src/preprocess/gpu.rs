@@ -121,7 +121,7 @@ impl GpuPreprocess {
     /// Puts `frame` where the GPU reads it and fills `out` (`item_len` values, f32 or f16 bits) on
     /// the stream; the result is ready once the stream is synchronized.
     pub fn run<T: Output>(&mut self, frame: &Frame, out: &mut CudaViewMut<T>) -> Result<Geometry, GpuError> {
-        self.plan.check(frame, out.len()).map_err(GpuError::Input)?;
+        self.plan.check(frame, out.len()).map_err(|e| GpuError::Input(e.to_string()))?;
         let bytes = frame.format.frame_bytes(frame.stride, frame.height);
         let frame_ptr = self.frames.upload(&frame.data[..bytes])?;
         let stream = &self.stream;

@@ -20,6 +20,23 @@ use crate::tensor::InputElement;
 use crate::{Error, Result};
 use plan::FramePlan;
 
+/// Why a frame or image cannot become the model's input.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PreprocessError {
+    #[error("frame is {}x{}, the model wants {}x{} and resize is 'none'", frame.0, frame.1, model.0, model.1)]
+    ResizeNone { frame: (usize, usize), model: (usize, usize) },
+    #[error("frame is {} {}x{}, the plan is for {} {}x{}", frame.0.name(), frame.1, frame.2, planned.0.name(), planned.1, planned.2)]
+    NotPlanned { frame: (PixelFormat, usize, usize), planned: (PixelFormat, usize, usize) },
+    #[error("frame is {}x{}, the pass was planned for {}x{}", frame.0, frame.1, planned.0, planned.1)]
+    NotPlannedSize { frame: (usize, usize), planned: (usize, usize) },
+    #[error("output has {given} values, the input needs {needed}")]
+    OutputLength { given: usize, needed: usize },
+    #[error("downscaling the frame failed: {0}")]
+    Downscale(String),
+    #[error(transparent)]
+    Frame(#[from] crate::frame::FrameError),
+}
+
 /// Where the model's input pixels came from: `input = source * scale + offset`, per axis.
 /// Postprocessing uses it to map boxes back onto the source image.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -80,7 +97,12 @@ impl Preprocessor {
     }
 
     /// The plan for frames of one format and size.
-    pub fn plan(&self, format: PixelFormat, width: usize, height: usize) -> Result<FramePlan, String> {
+    pub fn plan(
+        &self,
+        format: PixelFormat,
+        width: usize,
+        height: usize,
+    ) -> Result<FramePlan, PreprocessError> {
         FramePlan::new(&self.spec, (self.width, self.height), self.layout, format, (width, height))
     }
 
@@ -90,7 +112,7 @@ impl Preprocessor {
         &self,
         image: &DynamicImage,
         out: &mut [T],
-    ) -> Result<Geometry, String> {
+    ) -> Result<Geometry, PreprocessError> {
         let (format, pixels) = image_pixels(image);
         let (width, height) = (image.width() as usize, image.height() as usize);
         let frame = Frame::new(format, width, height, format.min_stride(width), &pixels)?;

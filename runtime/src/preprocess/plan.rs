@@ -9,7 +9,7 @@ use fast_image_resize::images::{Image, ImageRef};
 use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
 
 use super::fused::{placement, FusedPreprocess, Placement};
-use super::Geometry;
+use super::{Geometry, PreprocessError};
 use crate::frame::{Frame, PixelFormat};
 use crate::model::manifest::{Layout, PreprocessSpec};
 use crate::tensor::InputElement;
@@ -36,7 +36,7 @@ impl FramePlan {
         layout: Layout,
         format: PixelFormat,
         (source_w, source_h): (usize, usize),
-    ) -> Result<FramePlan, String> {
+    ) -> Result<FramePlan, PreprocessError> {
         let place = placement(spec, source_w, source_h, width, height)?;
         let shrinks = source_w > MAX_BILINEAR_SHRINK * place.resized_w
             || source_h > MAX_BILINEAR_SHRINK * place.resized_h;
@@ -86,17 +86,16 @@ impl FramePlan {
     }
 
     /// Fills `out` (`item_len` values) from `frame`, which must have the planned size and format.
-    pub fn run<T: InputElement>(&mut self, frame: &Frame, out: &mut [T]) -> Result<Geometry, String> {
+    pub fn run<T: InputElement>(
+        &mut self,
+        frame: &Frame,
+        out: &mut [T],
+    ) -> Result<Geometry, PreprocessError> {
         if frame.format != self.format || (frame.width, frame.height) != self.source {
-            return Err(format!(
-                "frame is {} {}x{}, the plan is for {} {}x{}",
-                frame.format.name(),
-                frame.width,
-                frame.height,
-                self.format.name(),
-                self.source.0,
-                self.source.1
-            ));
+            return Err(PreprocessError::NotPlanned {
+                frame: (frame.format, frame.width, frame.height),
+                planned: (self.format, self.source.0, self.source.1),
+            });
         }
         match &mut self.downscaled {
             None => self.single.run(frame, out),
@@ -167,7 +166,7 @@ impl Downscale {
     }
 
     /// The downscaled region as a frame of the same format.
-    fn run(&mut self, frame: &Frame) -> Result<Frame<'_>, String> {
+    fn run(&mut self, frame: &Frame) -> Result<Frame<'_>, PreprocessError> {
         let row = frame.format.min_stride(frame.width);
         let pixels = if frame.stride == row {
             &frame.data[..row * frame.height]
@@ -178,7 +177,7 @@ impl Downscale {
             }
             &self.packed
         };
-        let failed = |e: &dyn std::fmt::Display| format!("downscaling the frame failed: {e}");
+        let failed = |e: &dyn std::fmt::Display| PreprocessError::Downscale(e.to_string());
         let source = ImageRef::new(frame.width as u32, frame.height as u32, pixels, self.pixel_type)
             .map_err(|e| failed(&e))?;
         let (dw, dh) = self.size;
@@ -189,6 +188,6 @@ impl Downscale {
             .resize_alg(ResizeAlg::Convolution(FilterType::Bilinear))
             .crop(left, top, width, height);
         self.resizer.resize(&source, &mut out, &options).map_err(|e| failed(&e))?;
-        Frame::new(frame.format, dw, dh, frame.format.min_stride(dw), &self.out)
+        Ok(Frame::new(frame.format, dw, dh, frame.format.min_stride(dw), &self.out)?)
     }
 }

@@ -44,7 +44,7 @@ pub fn preprocess(
     width: usize,
     height: usize,
     layout: Layout,
-) -> Result<Vec<f32>, String> {
+) -> Result<Vec<f32>, super::PreprocessError> {
     let (sw, sh) = (frame.width, frame.height);
     let source = frame_to_rgb(frame);
     let place = placement(spec, sw, sh, width, height)?;

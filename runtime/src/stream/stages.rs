@@ -226,11 +226,12 @@ impl Passes {
             None => {
                 let len = self.plan.item_len();
                 let item = k * len..(k + 1) * len;
-                match &mut slot.values {
+                let filled = match &mut slot.values {
                     BatchValues::F32(values) => self.plan.run(frame, &mut values[item]),
                     BatchValues::F16(values) => self.plan.run(frame, &mut values[item]),
                     BatchValues::U8(values) => self.plan.run(frame, &mut values[item]),
-                }
+                };
+                filled.map_err(|e| e.to_string())
             }
         }
     }
@@ -269,6 +270,7 @@ fn preprocess_stage(
         let k = slot.items.len();
         let started = Instant::now();
         let mut geometry = Frame::new(info.format, info.width, info.height, frame.stride, &frame.data)
+            .map_err(|e| e.to_string())
             .and_then(|f| passes.fill(slot, k, &f));
         if k + 1 == batch {
             geometry = geometry.and_then(|g| passes.finish().map(|()| g));
