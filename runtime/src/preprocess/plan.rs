@@ -5,8 +5,9 @@
 //! pixel. Bilinear sampling alone reads 4 source pixels per output pixel and skips the rest, which
 //! aliases past 2×.
 
-use fast_image_resize::images::{Image, ImageRef};
-use fast_image_resize::{FilterType, PixelType, ResizeAlg, ResizeOptions, Resizer};
+use fast_image_resize::images::{TypedImage, TypedImageRef};
+use fast_image_resize::pixels::{U8x3, U8};
+use fast_image_resize::{FilterType, PixelTrait, PixelType, ResizeAlg, ResizeOptions, Resizer};
 
 use super::fused::{placement, FusedPreprocess, Placement};
 use super::{Geometry, PreprocessError};
@@ -177,17 +178,30 @@ impl Downscale {
             }
             &self.packed
         };
-        let failed = |e: &dyn std::fmt::Display| PreprocessError::Downscale(e.to_string());
-        let source = ImageRef::new(frame.width as u32, frame.height as u32, pixels, self.pixel_type)
-            .map_err(|e| failed(&e))?;
         let (dw, dh) = self.size;
-        let mut out = Image::from_slice_u8(dw as u32, dh as u32, &mut self.out, self.pixel_type)
-            .map_err(|e| failed(&e))?;
         let [left, top, width, height] = self.crop;
         let options = ResizeOptions::new()
             .resize_alg(ResizeAlg::Convolution(FilterType::Bilinear))
             .crop(left, top, width, height);
-        self.resizer.resize(&source, &mut out, &options).map_err(|e| failed(&e))?;
+        let (source, out) = ((frame.width as u32, frame.height as u32, pixels), (dw as u32, dh as u32));
+        // Typed, for the two pixel types frames have: `Resizer::resize` would build every type.
+        match self.pixel_type {
+            PixelType::U8x3 => resize_as::<U8x3>(&mut self.resizer, source, (out, &mut self.out), &options)?,
+            _ => resize_as::<U8>(&mut self.resizer, source, (out, &mut self.out), &options)?,
+        }
         Ok(Frame::new(frame.format, dw, dh, frame.format.min_stride(dw), &self.out)?)
     }
+}
+
+/// One typed resize of `source` (width, height, packed pixels) into `out`.
+fn resize_as<P: PixelTrait>(
+    resizer: &mut Resizer,
+    (width, height, pixels): (u32, u32, &[u8]),
+    ((out_width, out_height), out): ((u32, u32), &mut [u8]),
+    options: &ResizeOptions,
+) -> Result<(), PreprocessError> {
+    let failed = |e: &dyn std::fmt::Display| PreprocessError::Downscale(e.to_string());
+    let source = TypedImageRef::<P>::from_buffer(width, height, pixels).map_err(|e| failed(&e))?;
+    let mut out = TypedImage::<P>::from_buffer(out_width, out_height, out).map_err(|e| failed(&e))?;
+    resizer.resize_typed(&source, &mut out, options).map_err(|e| failed(&e))
 }
