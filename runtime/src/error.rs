@@ -62,6 +62,10 @@ impl Error {
         Error::Input { path: path.to_owned(), reason: reason.to_string() }
     }
 
+    pub fn unavailable(backend: &str, reason: impl std::fmt::Display) -> Self {
+        Error::BackendUnavailable { name: backend.into(), reason: reason.to_string() }
+    }
+
     pub fn manifest(path: &Path, reason: impl std::fmt::Display) -> Self {
         Error::Manifest { path: path.to_owned(), reason: reason.to_string() }
     }

@@ -30,7 +30,7 @@ pub struct Pipeline {
     pub options: PrepareOptions,
     prepared: Box<dyn Prepared>,
     session: Box<dyn Session>,
-    preprocessor: std::result::Result<Preprocessor, String>,
+    preprocessor: Result<Preprocessor>,
     postprocessor: Postprocessor,
 }
 
@@ -47,7 +47,7 @@ impl Pipeline {
         let prepared = selected.backend.prepare(&model, &options)?;
         let session = prepared.spawn()?;
         // Kept as the reason, so a non-image model fails only when given an image.
-        let preprocessor = Preprocessor::for_model(&model).map_err(|e| e.to_string());
+        let preprocessor = Preprocessor::for_model(&model);
         let postprocessor = Postprocessor::new(&model, prepared.outputs())?;
         Ok(Pipeline {
             backend: selected.backend.name().to_string(),
@@ -87,7 +87,8 @@ impl Pipeline {
                     None
                 }
                 Sample::Image(image) => {
-                    let pre = self.preprocessor.as_ref().map_err(|reason| Error::Usage(reason.clone()))?;
+                    let pre =
+                        self.preprocessor.as_ref().map_err(|reason| Error::Usage(reason.to_string()))?;
                     Some(
                         pre.run_image(image, item)
                             .map_err(|reason| Error::manifest(self.model.source_path(), reason))?,
@@ -118,7 +119,7 @@ impl Pipeline {
 
     /// The preprocessing plan from `width`×`height` frames of `format` into this model's input.
     pub fn frame_preprocess(&self, format: PixelFormat, width: usize, height: usize) -> Result<FramePlan> {
-        let pre = self.preprocessor.as_ref().map_err(|reason| Error::Usage(reason.clone()))?;
+        let pre = self.preprocessor.as_ref().map_err(|reason| Error::Usage(reason.to_string()))?;
         pre.plan(format, width, height).map_err(|reason| Error::manifest(self.model.source_path(), reason))
     }
 

@@ -2,7 +2,6 @@
 //! variable naming the folder, else `$XDG_CACHE_HOME/edgert/<what>`, else `~/.cache/edgert/<what>`;
 //! and how it writes there.
 
-use std::fmt::Display;
 use std::fs::File;
 use std::io::BufWriter;
 use std::path::{Path, PathBuf};
@@ -19,23 +18,22 @@ pub fn dir(variable: &str, what: &str) -> PathBuf {
 /// Writes `path` through a temporary file beside it, filled by `write` and renamed into place, so
 /// that a crash, or another edgert writing the same file at the same time, never leaves a
 /// half-written file under its name; the temporary file is removed when anything fails.
-pub fn write_atomically<E: Display>(
+pub fn write_atomically(
     path: &Path,
-    write: impl FnOnce(&mut BufWriter<File>) -> Result<(), E>,
-) -> Result<(), String> {
+    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     // Unique to this process and call: threads of one process may write the same file too.
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let mut temporary = path.as_os_str().to_owned();
     temporary.push(format!(".{}-{}.partial", std::process::id(), CALLS.fetch_add(1, Ordering::Relaxed)));
     let temporary = PathBuf::from(temporary);
     let written = File::create(&temporary)
-        .map_err(|e| e.to_string())
         .and_then(|file| {
             let mut writer = BufWriter::new(file);
-            write(&mut writer).map_err(|e| e.to_string())?;
-            writer.into_inner().map(drop).map_err(|e| e.to_string())
+            write(&mut writer)?;
+            writer.into_inner().map(drop).map_err(|e| e.into_error())
         })
-        .and_then(|()| std::fs::rename(&temporary, path).map_err(|e| e.to_string()));
+        .and_then(|()| std::fs::rename(&temporary, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&temporary);
     }
@@ -63,10 +61,10 @@ mod tests {
         let path = dir.path().join("entry");
         let result = write_atomically(&path, |file| {
             // More than BufWriter keeps, so that some of it reached the temporary file.
-            file.write_all(&[7; 64 * 1024]).map_err(|e| e.to_string())?;
-            Err("disk full".to_string())
+            file.write_all(&[7; 64 * 1024])?;
+            Err(std::io::Error::other("disk full"))
         });
-        assert_eq!(result, Err("disk full".to_string()));
+        assert_eq!(result.unwrap_err().to_string(), "disk full");
         assert!(names_in(dir.path()).is_empty(), "{:?}", names_in(dir.path()));
     }
 
@@ -76,8 +74,8 @@ mod tests {
         let path = dir.path().join("entry");
         write_atomically(&path, |file| file.write_all(b"first")).unwrap();
         let result = write_atomically(&path, |file| {
-            file.write_all(b"second").map_err(|e| e.to_string())?;
-            Err("interrupted".to_string())
+            file.write_all(b"second")?;
+            Err(std::io::Error::other("interrupted"))
         });
         assert!(result.is_err());
         assert_eq!(std::fs::read(&path).unwrap(), b"first");

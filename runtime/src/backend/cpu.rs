@@ -1,7 +1,7 @@
 //! The `cpu` backend: tract-onnx on the host's cores (x86_64, or a Jetson's ARM cores).
 
 use super::tract_model::{self, invalid, TractModel, TractPrepared};
-use super::{tract_ops, Backend, PrepareOptions, Prepared};
+use super::{tract_ops, Backend, PrepareOptions, Prepared, Unavailable, Unsupported};
 use crate::model::Model;
 use crate::precision::Precision;
 use crate::{Error, Result};
@@ -13,7 +13,7 @@ impl Backend for CpuBackend {
         "cpu"
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), Unavailable> {
         edgert_kernels().map(|_| ())
     }
 
@@ -25,14 +25,14 @@ impl Backend for CpuBackend {
         })
     }
 
-    fn supports(&self, precision: Precision) -> Result<(), String> {
+    fn supports(&self, precision: Precision) -> Result<(), Unsupported> {
         match precision {
             Precision::Fp32 | Precision::Fp16 | Precision::Int8Qdq => Ok(()),
-            Precision::Fp8 => {
-                Err("tract has no FP8 kernels; FP8 needs a GPU of compute capability >= 8.9 (Orin is 8.7)"
-                    .into())
-            }
-            Precision::Engine => Err(super::ENGINE_NEEDS_TENSORRT.into()),
+            Precision::Fp8 => Err(Unsupported::NoFp8Kernels {
+                runtime: "tract",
+                hint: "; FP8 needs a GPU of compute capability >= 8.9 (Orin is 8.7)",
+            }),
+            Precision::Engine => Err(Unsupported::EngineNeedsTensorrt),
         }
     }
 
@@ -40,7 +40,7 @@ impl Backend for CpuBackend {
         let path = &model.onnx_path;
         let TractModel { mut typed, input, outputs } =
             tract_model::decluttered(model, options.batch, self.name())?;
-        let unusable = |reason| Error::BackendUnavailable { name: self.name().into(), reason };
+        let unusable = |reason| Error::unavailable(self.name(), reason);
         if edgert_kernels().map_err(unusable)? {
             tract_ops::rewrite(&mut typed).map_err(|e| invalid(path, "edgert operators", e))?;
         }
@@ -55,10 +55,10 @@ impl Backend for CpuBackend {
 /// Whether edgert's own operators replace tract's where they can (`tract_ops`): yes unless
 /// `EDGERT_CPU_KERNELS=tract`, which runs tract's alone, to compare the two or to step around a
 /// suspected fault in edgert's.
-fn edgert_kernels() -> Result<bool, String> {
+fn edgert_kernels() -> Result<bool, Unavailable> {
     match std::env::var("EDGERT_CPU_KERNELS").as_deref() {
         Err(_) | Ok("") | Ok("edgert") => Ok(true),
         Ok("tract") => Ok(false),
-        Ok(other) => Err(format!("EDGERT_CPU_KERNELS is '{other}': set it to edgert (the default) or tract")),
+        Ok(other) => Err(Unavailable::CpuKernels(other.into())),
     }
 }

@@ -5,7 +5,7 @@
 use tract_onnx::tract_core::runtime::{runtime_for_name, Runtime};
 
 use super::tract_model::{self, invalid, TractModel, TractPrepared};
-use super::{Backend, PrepareOptions, Prepared};
+use super::{Backend, PrepareOptions, Prepared, Unavailable, Unsupported};
 use crate::error::one_line;
 use crate::model::Model;
 use crate::precision::Precision;
@@ -18,12 +18,13 @@ pub struct CudaBackend;
 
 /// tract's CUDA runtime, usable here or why not: the driver first (our check, with its CUDA
 /// version against the one this binary is built for), then tract's own (cuBLAS, cuDNN, ...).
-fn runtime() -> Result<&'static dyn Runtime, String> {
-    crate::cuda::device::compatible_driver().map_err(|e| e.to_string())?;
+fn runtime() -> Result<&'static dyn Runtime, Unavailable> {
+    let tract = |e: &dyn std::fmt::Display| Unavailable::Cuda(one_line(&e));
+    crate::cuda::device::compatible_driver().map_err(|e| Unavailable::Cuda(e.to_string()))?;
     let runtime = runtime_for_name("cuda")
-        .map_err(|e| one_line(&e))?
-        .ok_or("tract's CUDA runtime is not linked into this binary")?;
-    runtime.check().map_err(|e| one_line(&e))?;
+        .map_err(|e| tract(&e))?
+        .ok_or(Unavailable::Cuda("tract's CUDA runtime is not linked into this binary".into()))?;
+    runtime.check().map_err(|e| tract(&e))?;
     Ok(runtime)
 }
 
@@ -32,7 +33,7 @@ impl Backend for CudaBackend {
         "cuda"
     }
 
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), Unavailable> {
         runtime().map(|_| ())
     }
 
@@ -46,17 +47,16 @@ impl Backend for CudaBackend {
         ))
     }
 
-    fn supports(&self, precision: Precision) -> Result<(), String> {
+    fn supports(&self, precision: Precision) -> Result<(), Unsupported> {
         match precision {
             Precision::Fp32 | Precision::Fp16 | Precision::Int8Qdq => Ok(()),
-            Precision::Fp8 => Err("tract's CUDA runtime has no FP8 kernels".into()),
-            Precision::Engine => Err(super::ENGINE_NEEDS_TENSORRT.into()),
+            Precision::Fp8 => Err(Unsupported::NoFp8Kernels { runtime: "tract's CUDA runtime", hint: "" }),
+            Precision::Engine => Err(Unsupported::EngineNeedsTensorrt),
         }
     }
 
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
-        let runtime =
-            runtime().map_err(|reason| Error::BackendUnavailable { name: "cuda".into(), reason })?;
+        let runtime = runtime().map_err(|reason| Error::unavailable("cuda", reason))?;
         let path = &model.onnx_path;
         let TractModel { typed, input, outputs } =
             tract_model::decluttered(model, options.batch, self.name())?;

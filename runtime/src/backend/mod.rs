@@ -1,6 +1,7 @@
 //! Backends run models: `Backend` (usable here?) → `Prepared` (a compiled plan) → `Session`
 //! (per thread: buffers and state). `registry` lists them in priority order.
 
+pub mod capability;
 mod constant_dequantize;
 pub mod cpu;
 #[cfg(feature = "cuda-backend")]
@@ -12,6 +13,8 @@ pub mod tensorrt;
 mod tract_cache;
 mod tract_model;
 pub mod tract_ops;
+
+pub use capability::{Unavailable, Unsupported};
 
 use crate::model::Model;
 use crate::precision::Precision;
@@ -46,12 +49,12 @@ impl Default for PrepareOptions {
 pub trait Backend: Send + Sync {
     fn name(&self) -> &'static str;
     /// Whether the backend can run on this machine, and why not.
-    fn check(&self) -> Result<(), String>;
+    fn check(&self) -> Result<(), Unavailable>;
     /// What runs underneath, for reports: `tract-onnx 0.23.9`, `ONNX Runtime 1.32.0 (path)`.
     fn version(&self) -> Option<String>;
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>>;
     /// Whether the backend has kernels for a weight precision, and why not.
-    fn supports(&self, precision: Precision) -> Result<(), String>;
+    fn supports(&self, precision: Precision) -> Result<(), Unsupported>;
 }
 
 pub trait Prepared: Send + Sync {
@@ -169,9 +172,6 @@ pub struct Selected {
 
 const GPU_BACKENDS: &[&str] = &["cuda", "tensorrt"];
 
-/// What the backends other than tensorrt say of a TensorRT engine's precision (`Model::precision`).
-pub const ENGINE_NEEDS_TENSORRT: &str = "a TensorRT engine runs only on --backend tensorrt";
-
 /// `select_with` and the default options.
 pub fn select(name: &str) -> Result<Selected> {
     select_with(name, &BackendOptions::default())
@@ -220,6 +220,6 @@ pub fn select_with(name: &str, options: &BackendOptions) -> Result<Selected> {
         return Err(Error::UnknownBackend { name: requested, known: known() });
     };
     let backend = backends.swap_remove(i);
-    backend.check().map_err(|reason| Error::BackendUnavailable { name: requested.clone(), reason })?;
+    backend.check().map_err(|reason| Error::unavailable(&requested, reason))?;
     Ok(Selected { backend, requested, fallback: None })
 }

@@ -7,9 +7,10 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::metrics::error::SensorError;
 use crate::metrics::power::energy;
 use crate::metrics::power::sampler::{PowerSample, Sampler};
-use crate::metrics::power::PowerSensors;
+use crate::metrics::power::{PowerSensors, PowerSource};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RailPower {
@@ -23,7 +24,7 @@ pub struct PowerReport {
     pub available: bool,
     /// Why there is no figure, when `available` is false.
     pub reason: Option<String>,
-    pub source: Option<&'static str>,
+    pub source: Option<PowerSource>,
     /// The rail the total comes from, or `sum of rails` (boards without a module-input rail).
     pub total: Option<String>,
     pub sample_interval_ms: Option<u64>,
@@ -57,7 +58,7 @@ impl PowerReport {
 
 /// The board's sensors, the sampling interval and the idle power, set up once per bench.
 pub struct PowerProbe {
-    sensors: Result<PowerSensors, String>,
+    sensors: Result<PowerSensors, SensorError>,
     epoch: Instant,
     interval: Duration,
     idle_w: Option<f64>,
@@ -98,22 +99,22 @@ impl PowerProbe {
     }
 
     /// Starts sampling, or says why it cannot.
-    pub fn start(&self) -> Result<Sampler, String> {
-        Sampler::start(self.sensors.as_ref()?, self.epoch, self.interval)
+    pub fn start(&self) -> Result<Sampler, SensorError> {
+        Sampler::start(self.sensors.as_ref().map_err(Clone::clone)?, self.epoch, self.interval)
     }
 
     /// The report for the window `start..end` (seconds since the epoch) holding `inferences`.
     pub fn report(
         &self,
-        samples: Result<Vec<PowerSample>, String>,
+        samples: Result<Vec<PowerSample>, SensorError>,
         start: f64,
         end: f64,
         inferences: usize,
     ) -> PowerReport {
         let (sensors, samples) = match (&self.sensors, samples) {
             (Ok(s), Ok(samples)) => (s, samples),
-            (Err(reason), _) => return PowerReport::unavailable(reason.clone()),
-            (_, Err(reason)) => return PowerReport::unavailable(reason),
+            (Err(reason), _) => return PowerReport::unavailable(reason.to_string()),
+            (_, Err(reason)) => return PowerReport::unavailable(reason.to_string()),
         };
         let total = totals(&samples);
         let Some((mean, peak)) = energy::mean_and_peak(&total, start, end) else {

@@ -4,12 +4,13 @@ use std::sync::Arc;
 
 use super::power::{PowerProbe, PowerReport};
 use super::Sensing;
+use crate::metrics::error::SensorError;
 use crate::metrics::periodic::Periodic;
 use crate::metrics::power::sampler::Sampler;
 use crate::metrics::telemetry::{run::RunTelemetry, Snapshot, Telemetry};
 
 pub struct Window {
-    sampler: Result<Sampler, String>,
+    sampler: Result<Sampler, SensorError>,
     snapshots: Option<Periodic<Snapshot>>,
     start: f64,
 }

@@ -45,17 +45,16 @@ pub fn load(path: &Path, item_shape: &[usize]) -> Result<TensorSet> {
     let mut archive =
         ZipArchive::new(BufReader::new(file)).map_err(|e| bad(format!("not a readable .npz ({e})")))?;
     let mut count = 0;
-    let samples = read::<f32, _>(&mut archive, "x", "f32", |shape| {
+    let samples = read::<f32, _>(path, &mut archive, "x", "f32", |shape| {
         let shape: Vec<usize> = shape.iter().map(|&d| d as usize).collect();
         if shape.len() < 2 || shape[1..] != *item_shape {
-            return Err(format!("'x' has shape {shape:?}; the model wants (N, {item_shape:?})"));
+            return Err(bad(format!("'x' has shape {shape:?}; the model wants (N, {item_shape:?})")));
         }
         count = shape[0];
         Ok(())
-    })
-    .map_err(bad)?
+    })?
     .ok_or_else(|| bad("has no array 'x'".into()))?;
-    let labels = read::<i64, _>(&mut archive, "y", "int64", |_| Ok(())).map_err(bad)?;
+    let labels = read::<i64, _>(path, &mut archive, "y", "int64", |_| Ok(()))?;
     if let Some(labels) = &labels {
         if labels.len() != count {
             return Err(bad(format!("'y' has {} labels for {count} samples", labels.len())));
@@ -67,12 +66,13 @@ pub fn load(path: &Path, item_shape: &[usize]) -> Result<TensorSet> {
 /// The values of the array numpy stored as `NAME.npy`, its shape passed to `check` before they
 /// are read; `None` when the archive has no such array.
 fn read<T: Deserialize, R: Read + Seek>(
+    path: &Path,
     archive: &mut ZipArchive<R>,
     name: &str,
     type_name: &str,
-    check: impl FnOnce(&[u64]) -> std::result::Result<(), String>,
-) -> std::result::Result<Option<Vec<T>>, String> {
-    let cannot = |e: &dyn std::fmt::Display| format!("cannot read array '{name}' ({e})");
+    check: impl FnOnce(&[u64]) -> Result<()>,
+) -> Result<Option<Vec<T>>> {
+    let cannot = |e: &dyn std::fmt::Display| Error::input(path, format!("cannot read array '{name}' ({e})"));
     let entry = match archive.by_name(&format!("{name}.npy")) {
         Ok(entry) => entry,
         Err(ZipError::FileNotFound) => return Ok(None),
@@ -80,6 +80,7 @@ fn read<T: Deserialize, R: Read + Seek>(
     };
     let array = NpyFile::new(entry).map_err(|e| cannot(&e))?;
     check(array.shape())?;
-    let values = array.into_vec().map_err(|e| format!("'{name}' is not {type_name} ({e})"))?;
+    let values =
+        array.into_vec().map_err(|e| Error::input(path, format!("'{name}' is not {type_name} ({e})")))?;
     Ok(Some(values))
 }

@@ -6,7 +6,8 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::metrics::clocks::Clocks;
-use crate::metrics::power::{OpenSensors, PowerSensors};
+use crate::metrics::error::SensorError;
+use crate::metrics::power::{OpenSensors, PowerSensors, PowerSource};
 use crate::metrics::telemetry::Snapshot;
 use crate::metrics::thermal::Zone;
 
@@ -23,7 +24,7 @@ pub struct RailNow {
 pub struct PowerNow {
     pub available: bool,
     pub reason: Option<String>,
-    pub source: Option<&'static str>,
+    pub source: Option<PowerSource>,
     /// The total's rail, or `sum of rails`.
     pub total: Option<String>,
     pub total_w: Option<f64>,
@@ -43,7 +44,7 @@ impl PowerNow {
     }
 
     /// The board's sensors under `root`, found and opened, or why not.
-    pub fn open(root: &Path) -> Result<(PowerSensors, OpenSensors), String> {
+    pub fn open(root: &Path) -> Result<(PowerSensors, OpenSensors), SensorError> {
         let sensors = PowerSensors::discover(root)?;
         let open = sensors.open()?;
         Ok((sensors, open))
@@ -68,7 +69,7 @@ impl PowerNow {
                 .map(|(rail, reading)| RailNow {
                     name: rail.name.clone(),
                     watts: reading.as_ref().ok().copied(),
-                    error: reading.err(),
+                    error: reading.err().map(|e| e.to_string()),
                 })
                 .collect(),
         }
@@ -97,7 +98,7 @@ pub fn power_text(p: &PowerNow) -> String {
                 "power {} ({} via {}): {}",
                 watts(p.total_w),
                 p.total.as_deref().unwrap_or(""),
-                p.source.unwrap_or(""),
+                p.source.map_or("", PowerSource::name),
                 rails.join(", ")
             )
         }

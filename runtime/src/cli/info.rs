@@ -12,7 +12,7 @@ use super::emit;
 use crate::backend;
 use crate::metrics::host::Host;
 use crate::metrics::provenance::Provenance;
-use crate::metrics::telemetry::{Snapshot, Telemetry};
+use crate::metrics::telemetry::{Snapshot, Telemetry, TelemetrySource};
 
 #[derive(Args)]
 pub struct InfoArgs {
@@ -56,7 +56,7 @@ struct Info {
     gpu: CudaStatus,
     power: PowerNow,
     /// `sysfs`, or `tegrastats` where it fills in for sysfs.
-    telemetry_source: &'static str,
+    telemetry_source: TelemetrySource,
     telemetry: Snapshot,
 }
 
@@ -64,7 +64,7 @@ struct Info {
 pub fn power_now(root: &Path) -> PowerNow {
     match PowerNow::open(root) {
         Ok((sensors, mut open)) => PowerNow::read(&sensors, &mut open),
-        Err(reason) => PowerNow::unavailable(reason),
+        Err(reason) => PowerNow::unavailable(reason.to_string()),
     }
 }
 
@@ -77,7 +77,7 @@ fn backends() -> Vec<BackendStatus> {
                 name: b.name().into(),
                 compiled: true,
                 usable: check.is_ok(),
-                reason: check.err(),
+                reason: check.err().map(|e| e.to_string()),
                 version: b.version(),
             }
         })
@@ -173,7 +173,7 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
     emit(&board_view::memory_text(t))?;
     emit(&board_view::clocks_text(&t.clocks))?;
     emit(&board_view::thermal_text(&t.zones))?;
-    if info.telemetry_source == "tegrastats" {
+    if info.telemetry_source == TelemetrySource::Tegrastats {
         emit("(thermal, GPU load and missing memory figures from tegrastats: sysfs is not readable here)")?;
     }
     Ok(ExitCode::SUCCESS)

@@ -55,7 +55,7 @@ pub fn main(args: MonitorArgs) -> anyhow::Result<ExitCode> {
         }
         let power = match &mut sensors {
             Ok((s, open)) => PowerNow::read(s, open),
-            Err(reason) => PowerNow::unavailable(reason.clone()),
+            Err(reason) => PowerNow::unavailable(reason.to_string()),
         };
         let snapshot = telemetry.snapshot();
         if let Some(e) = &exporter {

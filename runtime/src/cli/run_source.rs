@@ -14,6 +14,7 @@ use crate::capture::source;
 use crate::metrics::stats::ms;
 use crate::pipeline::Pipeline;
 use crate::stream::{self, Ending, FrameResult, StreamRun};
+use crate::Error;
 
 pub fn main(
     pipeline: &mut Pipeline,
@@ -49,7 +50,7 @@ pub fn main(
                 ms(r.glass_to_glass)
             )
         };
-        emit(&line).map_err(|e| format!("stdout: {e}"))
+        emit(&line).map_err(|e| Error::Write { path: "stdout".into(), reason: e.to_string() })
     };
     let run = stream::run(pipeline, source.as_mut(), &config, &stop, &mut print)?;
     if json {

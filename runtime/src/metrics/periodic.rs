@@ -6,6 +6,8 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::error::SensorError;
+
 pub trait Clock: Send {
     /// Seconds since the epoch.
     fn now(&self) -> f64;
@@ -63,7 +65,7 @@ impl<T: Send + 'static> Periodic<T> {
         epoch: Instant,
         interval: Duration,
         mut read: impl FnMut() -> T + Send + 'static,
-    ) -> Result<Periodic<T>, String> {
+    ) -> Result<Periodic<T>, SensorError> {
         let value = read();
         let first = (epoch.elapsed().as_secs_f64(), value);
         let stop = Arc::new(AtomicBool::new(false));
@@ -74,7 +76,7 @@ impl<T: Send + 'static> Periodic<T> {
                 let mut clock = SystemClock { epoch };
                 collect(&mut read, &mut clock, interval.as_secs_f64(), &flag, None)
             })
-            .map_err(|e| format!("cannot start the {name} thread: {e}"))?;
+            .map_err(|e| SensorError::Thread { name: name.into(), reason: e.to_string() })?;
         Ok(Periodic { stop, first, thread })
     }
 

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
+use super::error::SensorError;
+
 /// Where sysfs, procfs and `/etc` are: `/`, or a fixture tree; `EDGERT_SYSFS_ROOT` overrides.
 pub fn root() -> PathBuf {
     std::env::var_os("EDGERT_SYSFS_ROOT").map_or_else(|| PathBuf::from("/"), PathBuf::from)
@@ -22,13 +24,15 @@ pub fn read_number<T: FromStr>(path: &Path) -> Option<T> {
     read_trimmed(path)?.parse().ok()
 }
 
-fn parse_number(path: &Path, text: &str) -> Result<f64, String> {
-    let value: f64 =
-        text.trim().parse().map_err(|_| format!("{}: not a number: {:?}", path.display(), text.trim()))?;
+fn parse_number(path: &Path, text: &str) -> Result<f64, SensorError> {
+    let text = text.trim();
+    let value: f64 = text
+        .parse()
+        .map_err(|_| SensorError::NotANumber { path: path.to_owned(), text: text.to_string() })?;
     if value.is_finite() {
         Ok(value)
     } else {
-        Err(format!("{}: implausible reading {value}", path.display()))
+        Err(SensorError::Implausible { path: path.to_owned(), value })
     }
 }
 
@@ -36,32 +40,37 @@ fn parse_number(path: &Path, text: &str) -> Result<f64, String> {
 /// of open, read and close, which keeps samplers cheap.
 pub struct NumberFile {
     path: PathBuf,
-    file: Result<std::fs::File, String>,
+    file: Result<std::fs::File, SensorError>,
 }
 
 impl NumberFile {
     pub fn new(path: &Path) -> NumberFile {
-        NumberFile { path: path.to_owned(), file: std::fs::File::open(path).map_err(|e| e.to_string()) }
+        let file = std::fs::File::open(path).map_err(|e| unreadable(path, e));
+        NumberFile { path: path.to_owned(), file }
     }
 
     /// The number now, or why not (a sensor that vanished or returned garbage).
-    pub fn read(&self) -> Result<f64, String> {
+    pub fn read(&self) -> Result<f64, SensorError> {
         use std::os::unix::fs::FileExt;
-        let file = self.file.as_ref().map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let file = self.file.as_ref().map_err(Clone::clone)?;
         let mut buffer = [0u8; 32];
-        let n = file.read_at(&mut buffer, 0).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        let n = file.read_at(&mut buffer, 0).map_err(|e| unreadable(&self.path, e))?;
         parse_number(&self.path, &String::from_utf8_lossy(&buffer[..n]))
     }
 
     /// A reading that must not be negative (power, energy).
-    pub fn number(&self) -> Result<f64, String> {
+    pub fn number(&self) -> Result<f64, SensorError> {
         let value = self.read()?;
         if value >= 0.0 {
             Ok(value)
         } else {
-            Err(format!("{}: implausible reading {value}", self.path.display()))
+            Err(SensorError::Implausible { path: self.path.clone(), value })
         }
     }
+}
+
+pub fn unreadable(path: &Path, err: std::io::Error) -> SensorError {
+    SensorError::Unreadable { path: path.to_owned(), reason: err.to_string() }
 }
 
 /// The entries of a folder, sorted by name; none when it cannot be read.

@@ -34,6 +34,7 @@ mod enabled {
     use crate::preprocess::fused::FusedPreprocess;
     use crate::preprocess::gpu::GpuPreprocess;
     use crate::preprocess::Geometry;
+    use crate::stream::error::PassError;
     use crate::Result;
 
     pub struct GpuStage {
@@ -82,9 +83,9 @@ mod enabled {
             batch: &mut Option<DeviceBuffer>,
             k: usize,
             frame: &Frame,
-        ) -> Result<Geometry, String> {
+        ) -> Result<Geometry, PassError> {
             if batch.is_none() {
-                *batch = Some(self.allocate().map_err(|e| e.to_string())?);
+                *batch = Some(self.allocate()?);
             }
             let len = self.pass.item_len();
             let range = k * len..(k + 1) * len;
@@ -92,12 +93,12 @@ mod enabled {
                 DeviceBuffer::F32(slice) => self.pass.run(frame, &mut slice.slice_mut(range)),
                 DeviceBuffer::F16(slice) => self.pass.run(frame, &mut slice.slice_mut(range)),
             };
-            done.map_err(|e| e.to_string())
+            Ok(done?)
         }
 
         /// Waits for the batch's kernels, so the inference stage reads finished input.
-        pub fn finish(&self) -> Result<(), String> {
-            self.stream.synchronize().map_err(|e| driver_error("preprocessing on the GPU", e).to_string())
+        pub fn finish(&self) -> Result<(), PassError> {
+            Ok(self.stream.synchronize().map_err(|e| driver_error("preprocessing on the GPU", e))?)
         }
 
         fn allocate(&self) -> Result<DeviceBuffer, GpuError> {
@@ -119,6 +120,7 @@ mod disabled {
     use crate::frame::Frame;
     use crate::preprocess::fused::FusedPreprocess;
     use crate::preprocess::Geometry;
+    use crate::stream::error::PassError;
     use crate::{Error, Result};
 
     /// Never made: this binary has no CUDA.
@@ -150,11 +152,11 @@ mod disabled {
             _batch: &mut Option<DeviceBuffer>,
             _k: usize,
             _frame: &Frame,
-        ) -> Result<Geometry, String> {
+        ) -> Result<Geometry, PassError> {
             match *self {}
         }
 
-        pub fn finish(&self) -> Result<(), String> {
+        pub fn finish(&self) -> Result<(), PassError> {
             match *self {}
         }
     }

@@ -4,6 +4,7 @@
 //! prediction still do). Every frame's glass-to-glass time runs from the moment the source
 //! delivered it to its prediction.
 
+pub mod error;
 mod gpu;
 pub mod queue;
 mod stages;
@@ -125,7 +126,7 @@ pub fn run(
     source: &mut dyn FrameSource,
     config: &StreamConfig,
     stop: &AtomicBool,
-    on_result: &mut dyn FnMut(&FrameResult) -> std::result::Result<(), String>,
+    on_result: &mut dyn FnMut(&FrameResult) -> Result<()>,
 ) -> Result<StreamRun> {
     let info = source.info().clone();
     let plan = pipeline.frame_preprocess(info.format, info.width, info.height)?;

@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 
 use crossbeam_channel::Receiver;
 
+use super::error::{PassError, StageError};
 use super::gpu::{DeviceBuffer, GpuStage};
 use super::queue::{pop, DropPolicy, Pool, Queue};
 use super::{Buffers, Ending, FrameResult, StreamConfig};
@@ -84,7 +85,7 @@ pub(super) fn run(
     postprocess: &Postprocess,
     config: &StreamConfig,
     stop: &AtomicBool,
-    on_result: &mut dyn FnMut(&FrameResult) -> Result<(), String>,
+    on_result: &mut dyn FnMut(&FrameResult) -> crate::Result<()>,
     source: &mut dyn FrameSource,
 ) -> Measured {
     let depth = config.queue_depth.max(1);
@@ -130,11 +131,16 @@ pub(super) fn run(
     });
     let (samples, last) = posted.0;
     // A failing stage explains the end better than what the capture thread saw as it stopped.
-    let ending = [posted.1.err(), preprocessed.as_ref().err().cloned(), inferred.err()]
-        .into_iter()
-        .flatten()
-        .next()
-        .map_or(capture.ending, Ending::Failed);
+    let text = |e: &StageError| e.to_string();
+    let ending = [
+        posted.1.as_ref().err().map(text),
+        preprocessed.as_ref().err().map(text),
+        inferred.err().map(|e| text(&e)),
+    ]
+    .into_iter()
+    .flatten()
+    .next()
+    .map_or(capture.ending, Ending::Failed);
     let elapsed = match (capture.first, last) {
         (Some(first), Some(last)) => last - first,
         _ => Duration::ZERO,
@@ -220,7 +226,7 @@ struct Passes {
 }
 
 impl Passes {
-    fn fill(&mut self, slot: &mut BatchSlot, k: usize, frame: &Frame) -> Result<Geometry, String> {
+    fn fill(&mut self, slot: &mut BatchSlot, k: usize, frame: &Frame) -> Result<Geometry, PassError> {
         match &mut self.gpu {
             Some(gpu) => gpu.fill(&mut slot.device, k, frame),
             None => {
@@ -231,13 +237,13 @@ impl Passes {
                     BatchValues::F16(values) => self.plan.run(frame, &mut values[item]),
                     BatchValues::U8(values) => self.plan.run(frame, &mut values[item]),
                 };
-                filled.map_err(|e| e.to_string())
+                Ok(filled?)
             }
         }
     }
 
     /// Waits until the batch is complete where the inference stage will read it.
-    fn finish(&self) -> Result<(), String> {
+    fn finish(&self) -> Result<(), PassError> {
         self.gpu.as_ref().map_or(Ok(()), GpuStage::finish)
     }
 }
@@ -253,11 +259,11 @@ fn preprocess_stage(
     tensors: &Pool<BatchSlot>,
     input: Receiver<FrameSlot>,
     output: Queue<BatchSlot>,
-) -> Result<u64, String> {
+) -> Result<u64, StageError> {
     let mut filling: Option<BatchSlot> = None;
-    let fail = |reason: String| {
+    let fail = |reason: PassError| {
         abort.store(true, Ordering::Relaxed);
-        Err(format!("{}: frame cannot be preprocessed: {reason}", info.uri))
+        Err(StageError::Preprocess { uri: info.uri.clone(), reason })
     };
     let send = |slot: BatchSlot| output.push(slot, abort, |old| tensors.give(old));
     while let Some(frame) = pop(&input, abort) {
@@ -270,7 +276,7 @@ fn preprocess_stage(
         let k = slot.items.len();
         let started = Instant::now();
         let mut geometry = Frame::new(info.format, info.width, info.height, frame.stride, &frame.data)
-            .map_err(|e| e.to_string())
+            .map_err(PassError::from)
             .and_then(|f| passes.fill(slot, k, &f));
         if k + 1 == batch {
             geometry = geometry.and_then(|g| passes.finish().map(|()| g));
@@ -308,7 +314,7 @@ fn inference_stage(
     tensors: &Pool<BatchSlot>,
     input: Receiver<BatchSlot>,
     output: Queue<(BatchSlot, Vec<HostTensor>)>,
-) -> Result<(), String> {
+) -> Result<(), StageError> {
     while let Some(mut slot) = pop(&input, abort) {
         let started = Instant::now();
         let outputs = match &slot.device {
@@ -325,7 +331,7 @@ fn inference_stage(
             Err(e) => {
                 tensors.give(slot);
                 abort.store(true, Ordering::Relaxed);
-                return Err(one_line(&e));
+                return Err(StageError::Inference(e));
             }
         }
     }
@@ -339,8 +345,8 @@ fn postprocess_stage(
     abort: &AtomicBool,
     tensors: &Pool<BatchSlot>,
     input: Receiver<(BatchSlot, Vec<HostTensor>)>,
-    on_result: &mut dyn FnMut(&FrameResult) -> Result<(), String>,
-) -> ((Samples, Option<Instant>), Result<(), String>) {
+    on_result: &mut dyn FnMut(&FrameResult) -> crate::Result<()>,
+) -> ((Samples, Option<Instant>), Result<(), StageError>) {
     let mut samples = Samples::default();
     let mut last = None;
     while let Some((slot, outputs)) = pop(&input, abort) {
@@ -361,7 +367,7 @@ fn postprocess_stage(
             if let Err(reason) = on_result(&result) {
                 abort.store(true, Ordering::Relaxed);
                 tensors.give(slot);
-                return ((samples, last), Err(reason));
+                return ((samples, last), Err(StageError::Output(reason)));
             }
         }
         samples.preprocess.push(ms(slot.preprocess));

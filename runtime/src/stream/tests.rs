@@ -74,7 +74,7 @@ fn stream(
     source: &mut dyn FrameSource,
     config: &StreamConfig,
     stop: &AtomicBool,
-    mut each: impl FnMut(u64) -> std::result::Result<(), String>,
+    mut each: impl FnMut(u64) -> crate::Result<()>,
 ) -> (StreamRun, Vec<u64>) {
     let mut seen = Vec::new();
     let run = run(pipeline, source, config, stop, &mut |r: &FrameResult| {
@@ -182,10 +182,11 @@ fn a_failing_consumer_ends_the_run_with_its_reason() {
     let mut pipeline = pipeline(1);
     let mut source = Synthetic::new("synthetic:64x48", PixelFormat::Grey, 64, 48, None).unwrap();
     let stop = AtomicBool::new(false);
-    let fail = |n| if n == 2 { Err("stdout: Broken pipe".to_string()) } else { Ok(()) };
+    let broken = || Error::Write { path: "stdout".into(), reason: "Broken pipe".into() };
+    let fail = |n| if n == 2 { Err(broken()) } else { Ok(()) };
     let (run, seen) = stream(&mut pipeline, &mut source, &config(DropPolicy::None, 1000), &stop, fail);
     assert_eq!(seen, [0, 1, 2]);
-    assert_eq!(run.failed(), Some("stdout: Broken pipe"));
+    assert_eq!(run.failed(), Some("stdout: cannot write: Broken pipe"));
 }
 
 #[test]

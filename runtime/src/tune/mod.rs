@@ -94,7 +94,11 @@ pub fn tune(
         for backend_name in &config.backends {
             let selected = backend::select_with(backend_name, &config.backend_options)?;
             if let Err(reason) = selected.backend.supports(precision) {
-                skipped.push(Skipped { variant: variant.clone(), backend: backend_name.clone(), reason });
+                skipped.push(Skipped {
+                    variant: variant.clone(),
+                    backend: backend_name.clone(),
+                    reason: reason.to_string(),
+                });
                 continue;
             }
             progress(&format!("{variant} on {backend_name}: validating"));

@@ -5,6 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::error::LibraryError;
+
 /// The oldest ONNX Runtime whose API `ort` is built for (`api-17` in Cargo.toml).
 pub const MIN_MINOR: u32 = 17;
 
@@ -53,7 +55,7 @@ fn find_in(dir: &Path) -> Option<PathBuf> {
 
 /// Where the library is: `flag` (`--ort-lib`) wins over `ORT_DYLIB_PATH` and the search; or an
 /// error naming every place looked at and the fix.
-pub fn resolve(flag: Option<&Path>) -> Result<PathBuf, String> {
+pub fn resolve(flag: Option<&Path>) -> Result<PathBuf, LibraryError> {
     if let Some(path) = flag {
         return existing(path, "--ort-lib");
     }
@@ -63,19 +65,15 @@ pub fn resolve(flag: Option<&Path>) -> Result<PathBuf, String> {
     let dirs = search_folders();
     dirs.iter().find_map(|d| find_in(d)).ok_or_else(|| {
         let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-        format!(
-            "libonnxruntime not found (searched {}); install ONNX Runtime (`pip install onnxruntime` ships \
-             onnxruntime/capi/libonnxruntime.so.<version>) and set ORT_DYLIB_PATH or --ort-lib",
-            searched.join(", ")
-        )
+        LibraryError::NotFound { searched: searched.join(", ") }
     })
 }
 
-fn existing(path: &Path, from: &str) -> Result<PathBuf, String> {
+fn existing(path: &Path, from: &'static str) -> Result<PathBuf, LibraryError> {
     if path.is_file() {
         Ok(path.to_owned())
     } else {
-        Err(format!("{}: no such file (from {from})", path.display()))
+        Err(LibraryError::Missing { path: path.to_owned(), from })
     }
 }
 
@@ -99,10 +97,11 @@ fn machine_name(code: u16) -> String {
 }
 
 /// Checks that `path` is a 64-bit ELF library for this machine's architecture.
-pub fn check_elf(path: &Path) -> Result<(), String> {
-    let bytes = std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))?;
+pub fn check_elf(path: &Path) -> Result<(), LibraryError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| LibraryError::Unreadable { path: path.to_owned(), reason: e.to_string() })?;
     if bytes.len() < 20 || &bytes[..4] != b"\x7fELF" {
-        return Err(format!("{}: not a shared library (no ELF header)", path.display()));
+        return Err(LibraryError::NotElf { path: path.to_owned() });
     }
     let machine = if bytes[5] == 1 {
         u16::from_le_bytes([bytes[18], bytes[19]])
@@ -110,43 +109,38 @@ pub fn check_elf(path: &Path) -> Result<(), String> {
         u16::from_be_bytes([bytes[18], bytes[19]])
     };
     match own_machine() {
-        Some((own, name)) if own != machine => Err(format!(
-            "{}: built for {}, but this edgert runs on {name}; install the ONNX Runtime for {name}",
-            path.display(),
-            machine_name(machine)
-        )),
+        Some((own, name)) if own != machine => {
+            Err(LibraryError::OtherMachine { path: path.to_owned(), built: machine_name(machine), own: name })
+        }
         _ => Ok(()),
     }
 }
 
 /// Checks the file, loads it, and reads its version; an ONNX Runtime older than 1.17 is refused.
-pub fn check(path: &Path) -> Result<String, String> {
+pub fn check(path: &Path) -> Result<String, LibraryError> {
     check_elf(path)?;
     let version = read_version(path)?;
     let minor = version.split('.').nth(1).and_then(|m| m.parse::<u32>().ok());
     match minor {
         Some(m) if m >= MIN_MINOR => Ok(version),
-        _ => Err(format!(
-            "{}: ONNX Runtime {version} is too old or not a release; edgert's ort backend needs 1.{MIN_MINOR} or newer",
-            path.display()
-        )),
+        _ => Err(LibraryError::TooOld { path: path.to_owned(), version, min_minor: MIN_MINOR }),
     }
 }
 
 /// `OrtGetApiBase()->GetVersionString()` of the library.
-fn read_version(path: &Path) -> Result<String, String> {
+fn read_version(path: &Path) -> Result<String, LibraryError> {
     // SAFETY: loading runs the library's initializers; the file was checked to be an ELF library
     // for this architecture, and it is the library the user asked for.
     let library = unsafe { libloading::Library::new(path) }
-        .map_err(|e| format!("{}: cannot load: {e}", path.display()))?;
+        .map_err(|e| LibraryError::Load { path: path.to_owned(), reason: e.to_string() })?;
     // SAFETY: the symbol's type is ONNX Runtime's `const OrtApiBase* OrtGetApiBase(void)`.
     let get_base: libloading::Symbol<unsafe extern "C" fn() -> *const ort::sys::OrtApiBase> =
         unsafe { library.get(b"OrtGetApiBase") }
-            .map_err(|_| format!("{}: not ONNX Runtime (no OrtGetApiBase symbol)", path.display()))?;
+            .map_err(|_| LibraryError::NotOrt { path: path.to_owned() })?;
     // SAFETY: OrtGetApiBase returns a pointer to a static struct, or null from a broken library.
     let base = unsafe { get_base() };
     if base.is_null() {
-        return Err(format!("{}: OrtGetApiBase returned nothing", path.display()));
+        return Err(LibraryError::NoApiBase { path: path.to_owned() });
     }
     // SAFETY: GetVersionString returns a static NUL-terminated string.
     let text = unsafe { std::ffi::CStr::from_ptr(((*base).GetVersionString)()) };
@@ -172,11 +166,15 @@ mod tests {
     fn a_library_for_another_architecture_is_named_as_such() {
         let (own, name) = own_machine().unwrap();
         let other = if own == 62 { 183 } else { 62 };
-        let err = check_elf(elf(other).path()).unwrap_err();
-        assert!(err.contains(&format!("built for {}", machine_name(other))) && err.contains(name), "{err}");
+        let library = elf(other);
+        let err = check_elf(library.path()).unwrap_err();
+        let expected =
+            LibraryError::OtherMachine { path: library.path().into(), built: machine_name(other), own: name };
+        assert_eq!(err, expected);
+        assert!(err.to_string().contains(&format!("built for {}", machine_name(other))), "{err}");
         assert!(check_elf(elf(own).path()).is_ok());
         let text = tempfile::NamedTempFile::new().unwrap();
         std::fs::write(text.path(), "not a library").unwrap();
-        assert!(check_elf(text.path()).unwrap_err().contains("no ELF header"));
+        assert_eq!(check_elf(text.path()).unwrap_err(), LibraryError::NotElf { path: text.path().into() });
     }
 }

@@ -3,6 +3,7 @@
 //! to start. Execution providers: `cpu`, and on ONNX Runtime builds that carry them (JetPack's GPU
 //! builds) `cuda` and `tensorrt`. A provider that fails to register is an error, never a quiet CPU run.
 
+mod error;
 mod library;
 mod options;
 
@@ -14,8 +15,9 @@ use ort::session::builder::{GraphOptimizationLevel, SessionBuilder};
 use ort::session::SessionInputValue;
 use ort::value::{PrimitiveTensorElementType, Tensor, TensorRef};
 
+pub use self::error::LibraryError;
 pub use self::options::{OrtOptions, Provider};
-use super::{Backend, PrepareOptions, Prepared, Session};
+use super::{Backend, PrepareOptions, Prepared, Session, Unavailable, Unsupported};
 use crate::model::Model;
 use crate::precision::Precision;
 use crate::tensor::ElementType;
@@ -42,28 +44,27 @@ struct Runtime {
     path: std::path::PathBuf,
 }
 
-static RUNTIME: OnceLock<Result<Runtime, String>> = OnceLock::new();
+static RUNTIME: OnceLock<Result<Runtime, LibraryError>> = OnceLock::new();
 
-fn runtime(flag: Option<&std::path::Path>) -> Result<&'static Runtime, String> {
+fn runtime(flag: Option<&std::path::Path>) -> Result<&'static Runtime, LibraryError> {
     let runtime = RUNTIME
         .get_or_init(|| {
             let path = library::resolve(flag)?;
             let version = library::check(&path)?;
+            let init = |reason: String| LibraryError::Init { path: path.clone(), reason };
             let environment = ort::init_from(&path)
-                .map_err(|e| format!("{}: {e}", path.display()))?
+                .map_err(|e| init(e.to_string()))?
                 .with_name("edgert")
                 .build()
-                .map_err(|e| format!("{}: cannot create an ONNX Runtime environment: {e}", path.display()))?;
+                .map_err(|e| init(format!("cannot create an ONNX Runtime environment: {e}")))?;
             Ok(Runtime { environment, version, path })
         })
         .as_ref()
         .map_err(Clone::clone)?;
     match flag {
-        Some(path) if library::resolve(Some(path))? != runtime.path => Err(format!(
-            "{}: ONNX Runtime is already loaded from {} in this process, and one process holds one",
-            path.display(),
-            runtime.path.display()
-        )),
+        Some(path) if library::resolve(Some(path))? != runtime.path => {
+            Err(LibraryError::AlreadyLoaded { path: path.to_owned(), loaded: runtime.path.clone() })
+        }
         _ => Ok(runtime),
     }
 }
@@ -73,8 +74,8 @@ impl Backend for OrtBackend {
         "ort"
     }
 
-    fn check(&self) -> Result<(), String> {
-        runtime(self.options.library.as_deref()).map(|_| ())
+    fn check(&self) -> Result<(), Unavailable> {
+        Ok(runtime(self.options.library.as_deref()).map(|_| ())?)
     }
 
     fn version(&self) -> Option<String> {
@@ -83,17 +84,20 @@ impl Backend for OrtBackend {
             .map(|r| format!("ONNX Runtime {} ({})", r.version, r.path.display()))
     }
 
-    fn supports(&self, precision: Precision) -> Result<(), String> {
+    fn supports(&self, precision: Precision) -> Result<(), Unsupported> {
         match precision {
             Precision::Fp32 | Precision::Fp16 | Precision::Int8Qdq => Ok(()),
-            Precision::Fp8 => Err("ONNX Runtime's CPU provider has no FP8 kernels; FP8 needs a GPU of compute capability >= 8.9".into()),
-            Precision::Engine => Err(super::ENGINE_NEEDS_TENSORRT.into()),
+            Precision::Fp8 => Err(Unsupported::NoFp8Kernels {
+                runtime: "ONNX Runtime's CPU provider",
+                hint: "; FP8 needs a GPU of compute capability >= 8.9",
+            }),
+            Precision::Engine => Err(Unsupported::EngineNeedsTensorrt),
         }
     }
 
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
-        let runtime = runtime(self.options.library.as_deref())
-            .map_err(|reason| Error::BackendUnavailable { name: "ort".into(), reason })?;
+        let runtime =
+            runtime(self.options.library.as_deref()).map_err(|reason| Error::unavailable("ort", reason))?;
         let path = model.onnx_path.clone();
         // No check against tract's operator list: ONNX Runtime has its own, and says what it lacks.
         let recipe = Recipe { path: path.clone(), threads: options.threads, ort: self.options.clone() };
@@ -139,17 +143,12 @@ impl Recipe {
         })
     }
 
-    fn configure(&self, builder: SessionBuilder) -> std::result::Result<SessionBuilder, String> {
-        let text = |e: ort::Error<SessionBuilder>| e.to_string();
-        builder
-            .with_optimization_level(GraphOptimizationLevel::All)
-            .map_err(text)?
-            .with_intra_threads(self.threads)
-            .map_err(text)?
-            .with_inter_threads(1)
-            .map_err(text)?
-            .with_parallel_execution(false)
-            .map_err(text)
+    fn configure(&self, builder: SessionBuilder) -> std::result::Result<SessionBuilder, ort::Error> {
+        Ok(builder
+            .with_optimization_level(GraphOptimizationLevel::All)?
+            .with_intra_threads(self.threads)?
+            .with_inter_threads(1)?
+            .with_parallel_execution(false)?)
     }
 
     fn provider(&self) -> ep::ExecutionProviderDispatch {
@@ -198,7 +197,7 @@ impl Prepared for OrtPrepared {
             Some(session) => session,
             None => {
                 let runtime = runtime(self.recipe.ort.library.as_deref())
-                    .map_err(|reason| Error::BackendUnavailable { name: "ort".into(), reason })?;
+                    .map_err(|reason| Error::unavailable("ort", reason))?;
                 self.recipe.commit(runtime)?
             }
         };

@@ -85,7 +85,7 @@ pub fn write(engine: &Path, plan: &[u8], info: &EngineInfo) -> Result<()> {
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     crate::user_cache::write_atomically(path, |file| file.write_all(bytes))
-        .map_err(|reason| Error::Write { path: path.to_owned(), reason })
+        .map_err(|e| Error::Write { path: path.to_owned(), reason: e.to_string() })
 }
 
 /// A folder of built engines.

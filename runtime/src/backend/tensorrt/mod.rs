@@ -25,7 +25,7 @@ use std::sync::{Arc, OnceLock};
 pub use calibration::{Calibration, CalibrationSet};
 pub use options::{BuildPrecision, TrtOptions};
 
-use super::{Backend, PrepareOptions, Prepared};
+use super::{Backend, PrepareOptions, Prepared, Unavailable, Unsupported};
 use crate::model::Model;
 use crate::precision::Precision;
 use crate::{Error, Result};
@@ -323,27 +323,24 @@ impl Backend for TensorrtBackend {
         "tensorrt"
     }
 
-    fn check(&self) -> Result<(), String> {
-        self.runtime().map(|_| ())
+    fn check(&self) -> Result<(), Unavailable> {
+        self.runtime().map(|_| ()).map_err(Unavailable::Tensorrt)
     }
 
     fn version(&self) -> Option<String> {
         self.runtime().ok().map(|r| format!("TensorRT {} (sm {})", r.version, r.sm()))
     }
 
-    fn supports(&self, precision: Precision) -> Result<(), String> {
+    fn supports(&self, precision: Precision) -> Result<(), Unsupported> {
         match precision {
             Precision::Fp32 | Precision::Fp16 | Precision::Int8Qdq | Precision::Engine => Ok(()),
             Precision::Fp8 => {
-                let runtime = self.runtime()?;
+                let runtime = self.runtime().map_err(Unavailable::Tensorrt)?;
                 let sm = (runtime.device.sm_major, runtime.device.sm_minor);
                 if sm >= (8, 9) {
                     Ok(())
                 } else {
-                    Err(format!(
-                        "FP8 needs a GPU of compute capability 8.9 or more; this one is {}",
-                        runtime.sm()
-                    ))
+                    Err(Unsupported::Fp8Compute { sm: runtime.sm() })
                 }
             }
         }

@@ -121,23 +121,38 @@ fn nnef() -> &'static Nnef {
 }
 
 /// The model stored at `path`, decluttered; `None` when there is none.
-pub fn read(path: &Path) -> Result<Option<TypedModel>, String> {
+pub fn read(path: &Path) -> Result<Option<TypedModel>, CacheError> {
     let file = match File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(CacheError::Io(e)),
     };
     let model = nnef().model_for_read(&mut BufReader::new(file)).and_then(|m| m.into_decluttered());
-    model.map(Some).map_err(|e| one_line(&e))
+    model.map(Some).map_err(|e| CacheError::Model(one_line(&e)))
+}
+
+/// Why a cache entry cannot be read back or stored; the caller names the entry.
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// An entry tract cannot read back as a model (damaged, or from another tract).
+    #[error("not a model: {0}")]
+    Model(String),
+    #[error("cannot create {}: {reason}", dir.display())]
+    Folder { dir: std::path::PathBuf, reason: std::io::Error },
 }
 
 /// Writes `model` to `path`, atomically (`user_cache::write_atomically`).
-pub fn store(path: &Path, model: &TypedModel) -> Result<(), String> {
+pub fn store(path: &Path, model: &TypedModel) -> Result<(), CacheError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    crate::user_cache::write_atomically(path, |file| {
-        nnef().write_to_tar_with_config(model, file, false, true).map(drop).map_err(|e| one_line(&e))
-    })
+    std::fs::create_dir_all(dir).map_err(|reason| CacheError::Folder { dir: dir.to_owned(), reason })?;
+    Ok(crate::user_cache::write_atomically(path, |file| {
+        nnef()
+            .write_to_tar_with_config(model, file, false, true)
+            .map(drop)
+            .map_err(|e| std::io::Error::other(one_line(&e)))
+    })?)
 }
 
 /// Whether all of `proto`'s weights are in the file its sha256 covers, none in external data

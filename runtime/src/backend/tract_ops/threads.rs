@@ -12,12 +12,14 @@ use rayon::{ThreadPool, ThreadPoolBuilder};
 use tract_onnx::prelude::TractResult;
 use tract_onnx::tract_core::runtime::RunOptions;
 
+use crate::backend::Unavailable;
+
 /// Below this many multiply-adds (or values, for an element-wise pass) one thread does the
 /// whole operator: splitting costs more than it saves. tract's own threshold.
 pub(super) const SPLIT_WORK: usize = 32 * 1024;
 
 /// A pool of `threads` threads, or none for one thread (inferences run on the caller's).
-pub fn pool(threads: usize) -> Result<Option<Arc<ThreadPool>>, String> {
+pub fn pool(threads: usize) -> Result<Option<Arc<ThreadPool>>, Unavailable> {
     if threads < 2 {
         return Ok(None);
     }
@@ -25,7 +27,7 @@ pub fn pool(threads: usize) -> Result<Option<Arc<ThreadPool>>, String> {
         .num_threads(threads)
         .thread_name(|i| format!("edgert-cpu-{i}"))
         .build()
-        .map_err(|e| format!("could not start {threads} threads: {e}"))?;
+        .map_err(|e| Unavailable::Threads { threads, reason: e.to_string() })?;
     Ok(Some(Arc::new(pool)))
 }
 

@@ -4,6 +4,7 @@
 
 use std::time::{Duration, Instant};
 
+use super::error::SourceError;
 use crate::frame::PixelFormat;
 
 /// A format a camera gives: raw pixels, or MJPEG decoded to RGB24 as frames arrive.
@@ -80,13 +81,13 @@ pub fn choose(
     offered: &[Offered],
     current: [u8; 4],
     requested: Option<CameraFormat>,
-) -> Result<CameraFormat, String> {
+) -> Result<CameraFormat, SourceError> {
     let offers = |f: CameraFormat| offered.iter().any(|o| o.fourcc == f.fourcc());
     if let Some(wanted) = requested {
         return if offers(wanted) {
             Ok(wanted)
         } else {
-            Err(format!("the camera does not offer {}; it offers {}", wanted.name(), list(offered)))
+            Err(SourceError::NotOffered { wanted: wanted.name(), offered: list(offered) })
         };
     }
     CameraFormat::from_fourcc(current)
@@ -94,11 +95,7 @@ pub fn choose(
         .or_else(|| PREFERENCE.into_iter().find(|&f| offers(f)))
         .ok_or_else(|| {
             let known: Vec<&str> = PREFERENCE.iter().map(|f| f.name()).collect();
-            format!(
-                "the camera offers none of the formats edgert reads ({}); it offers {}",
-                known.join(", "),
-                list(offered)
-            )
+            SourceError::NoReadableFormat { readable: known.join(", "), offered: list(offered) }
         })
 }
 
@@ -131,7 +128,8 @@ mod tests {
         let camera = offered(&[b"YUYV", b"MJPG"]);
         assert_eq!(choose(&camera, *b"YUYV", Some(CameraFormat::Mjpeg)), Ok(CameraFormat::Mjpeg));
         let err = choose(&camera, *b"YUYV", Some(CameraFormat::Raw(PixelFormat::Nv12))).unwrap_err();
-        assert_eq!(err, "the camera does not offer nv12; it offers YUYV (d), MJPG (d)");
+        assert_eq!(err, SourceError::NotOffered { wanted: "nv12", offered: "YUYV (d), MJPG (d)".into() });
+        assert_eq!(err.to_string(), "the camera does not offer nv12; it offers YUYV (d), MJPG (d)");
     }
 
     #[test]
@@ -139,7 +137,7 @@ mod tests {
         let camera = offered(&[b"MJPG", b"YUYV", b"H264"]);
         assert_eq!(choose(&camera, *b"MJPG", None), Ok(CameraFormat::Mjpeg));
         assert_eq!(choose(&camera, *b"H264", None), Ok(CameraFormat::Raw(PixelFormat::Yuyv)));
-        let err = choose(&offered(&[b"H264"]), *b"H264", None).unwrap_err();
+        let err = choose(&offered(&[b"H264"]), *b"H264", None).unwrap_err().to_string();
         assert!(err.starts_with("the camera offers none of the formats edgert reads (yuyv, nv12,"), "{err}");
         assert!(err.ends_with("it offers H264 (d)"), "{err}");
     }

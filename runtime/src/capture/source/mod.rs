@@ -3,6 +3,7 @@
 //! made by `edgert capture`, `v4l2:` streams from a camera.
 
 pub mod camera_format;
+pub mod error;
 pub mod file;
 pub mod recording;
 pub mod synthetic;

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use super::error::SourceError;
 use crate::frame::PixelFormat;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -12,15 +13,13 @@ pub enum SourceUri {
     V4l2(PathBuf),
 }
 
-const EXPECTED: &str = "expected synthetic:WxH[@fps][,format], file:PATH or v4l2:///dev/videoN";
-
-pub fn parse(uri: &str) -> Result<SourceUri, String> {
+pub fn parse(uri: &str) -> Result<SourceUri, SourceError> {
     if let Some(spec) = uri.strip_prefix("synthetic:") {
         return synthetic(spec);
     }
     if let Some(path) = uri.strip_prefix("file://").or_else(|| uri.strip_prefix("file:")) {
         if path.is_empty() {
-            return Err("file: needs a path".into());
+            return Err(SourceError::NoPath);
         }
         return Ok(SourceUri::File(PathBuf::from(path)));
     }
@@ -30,16 +29,16 @@ pub fn parse(uri: &str) -> Result<SourceUri, String> {
     if uri.starts_with("/dev/video") {
         return Ok(SourceUri::V4l2(PathBuf::from(uri)));
     }
-    Err(format!("unknown source: {EXPECTED}"))
+    Err(SourceError::UnknownScheme)
 }
 
-fn synthetic(spec: &str) -> Result<SourceUri, String> {
+fn synthetic(spec: &str) -> Result<SourceUri, SourceError> {
     let (size_rate, format) = match spec.split_once(',') {
         Some((size_rate, name)) => (
             size_rate,
             PixelFormat::from_name(name).ok_or_else(|| {
                 let known: Vec<&str> = PixelFormat::ALL.iter().map(|f| f.name()).collect();
-                format!("unknown pixel format '{name}' (known: {})", known.join(", "))
+                SourceError::UnknownPixelFormat { name: name.into(), known: known.join(", ") }
             })?,
         ),
         None => (spec, PixelFormat::Yuyv),
@@ -47,7 +46,7 @@ fn synthetic(spec: &str) -> Result<SourceUri, String> {
     let (size, fps) = match size_rate.split_once('@') {
         Some((size, rate)) => match rate.parse::<f64>() {
             Ok(fps) if fps > 0.0 && fps.is_finite() => (size, Some(fps)),
-            _ => return Err(format!("'{rate}' is not a frame rate above 0")),
+            _ => return Err(SourceError::FrameRate(rate.into())),
         },
         None => (size_rate, None),
     };
@@ -57,7 +56,7 @@ fn synthetic(spec: &str) -> Result<SourceUri, String> {
         Some((width, height)) if width > 0 && height > 0 && width <= 16384 && height <= 16384 => {
             Ok(SourceUri::Synthetic { width, height, fps, format })
         }
-        _ => Err(format!("'{size}' is not a frame size WxH between 1x1 and 16384x16384")),
+        _ => Err(SourceError::FrameSize(size.into())),
     }
 }
 
@@ -100,7 +99,7 @@ mod tests {
             ("file:", "needs a path"),
             ("rtsp://camera", "unknown source: expected synthetic:"),
         ] {
-            let err = parse(uri).unwrap_err();
+            let err = parse(uri).unwrap_err().to_string();
             assert!(err.contains(message), "{uri}: {err}");
         }
     }

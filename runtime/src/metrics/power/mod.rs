@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::metrics::error::SensorError;
 use crate::metrics::sysfs::NumberFile as OpenFile;
 use crate::metrics::tegrastats;
 
@@ -52,7 +53,7 @@ pub struct OpenSensors {
 
 impl OpenSensors {
     /// Watts per rail, or why a rail could not be read.
-    pub fn read_detailed(&mut self) -> Vec<Result<f64, String>> {
+    pub fn read_detailed(&mut self) -> Vec<Result<f64, SensorError>> {
         let line = self.tegrastats.as_ref().and_then(|s| s.latest());
         // One instant for every counter, so rates over the same interval compare exactly.
         let now = Instant::now();
@@ -66,7 +67,7 @@ impl OpenSensors {
                     .as_ref()
                     .and_then(|l| l.rails_mw.iter().find(|r| &r.0 == name))
                     .map(|r| r.1 / 1e3)
-                    .ok_or_else(|| format!("tegrastats: no {name} in its latest line")),
+                    .ok_or_else(|| SensorError::TegrastatsNoRail(name.clone())),
             })
             .collect()
     }
@@ -88,11 +89,39 @@ impl OpenSensors {
     }
 }
 
+/// Where a board's power readings come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum PowerSource {
+    /// JetPack 5/6: hwmon devices named `ina3221`.
+    #[serde(rename = "ina3221 hwmon")]
+    Ina3221Hwmon,
+    /// JetPack 4: IIO devices named `ina3221x`.
+    #[serde(rename = "ina3221x iio")]
+    Ina3221xIio,
+    /// An x86 host's energy counters.
+    #[serde(rename = "rapl")]
+    Rapl,
+    /// tegrastats' output, where sysfs cannot be read.
+    #[serde(rename = "tegrastats")]
+    Tegrastats,
+}
+
+impl PowerSource {
+    /// The name reports and tables show.
+    pub fn name(self) -> &'static str {
+        match self {
+            PowerSource::Ina3221Hwmon => "ina3221 hwmon",
+            PowerSource::Ina3221xIio => "ina3221x iio",
+            PowerSource::Rapl => "rapl",
+            PowerSource::Tegrastats => "tegrastats",
+        }
+    }
+}
+
 /// The rails of a board and which one, if any, is the module's input.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PowerSensors {
-    /// `ina3221 hwmon`, `ina3221x iio`, `rapl` or `tegrastats`.
-    pub source: &'static str,
+    pub source: PowerSource,
     pub rails: Vec<Rail>,
     /// The rail that measures the whole module (`VDD_IN`, `POM_5V_IN`); `None`: the total is the
     /// sum of rails (AGX Xavier, AGX Orin, RAPL packages), which leaves out what no rail measures.
@@ -110,20 +139,19 @@ const RAPL_MIN_INTERVAL_MS: u64 = 10;
 
 impl PowerSensors {
     /// Discovers power sensors under `root`; `Err` says where it looked and why none can be read.
-    pub fn discover(root: &Path) -> Result<PowerSensors, String> {
+    pub fn discover(root: &Path) -> Result<PowerSensors, SensorError> {
         let (source, rails, update_interval_ms) = if let Some((rails, interval)) = ina3221::hwmon(root) {
-            ("ina3221 hwmon", rails, interval)
+            (PowerSource::Ina3221Hwmon, rails, interval)
         } else if let Some(rails) = ina3221::iio(root) {
-            ("ina3221x iio", rails, None)
+            (PowerSource::Ina3221xIio, rails, None)
         } else {
             match rapl::zones(root) {
-                Ok(rails) => ("rapl", rails, Some(RAPL_MIN_INTERVAL_MS)),
+                Ok(rails) => (PowerSource::Rapl, rails, Some(RAPL_MIN_INTERVAL_MS)),
                 Err(rapl) => {
-                    return tegrastats_rails().map_err(|tegrastats| {
-                        format!(
-                            "no INA3221 power sensors under {} (not a Jetson?); {rapl}; {tegrastats}",
-                            root.display()
-                        )
+                    return tegrastats_rails().map_err(|tegrastats| SensorError::NoPowerSensors {
+                        root: root.to_owned(),
+                        rapl: Box::new(rapl),
+                        tegrastats: Box::new(tegrastats),
                     })
                 }
             }
@@ -134,9 +162,11 @@ impl PowerSensors {
     }
 
     /// Opens every sensor file once (or starts tegrastats), for repeated reading.
-    pub fn open(&self) -> Result<OpenSensors, String> {
+    pub fn open(&self) -> Result<OpenSensors, SensorError> {
         let tegrastats = match self.source {
-            "tegrastats" => Some(tegrastats::Stream::start(Duration::from_millis(TEGRASTATS_INTERVAL_MS))?),
+            PowerSource::Tegrastats => {
+                Some(tegrastats::Stream::start(Duration::from_millis(TEGRASTATS_INTERVAL_MS))?)
+            }
             _ => None,
         };
         let opened = Instant::now();
@@ -165,21 +195,21 @@ impl PowerSensors {
     }
 
     /// Watts per rail now (`None` for a rail that failed), and the total.
-    pub fn read(&self) -> Result<(Vec<Option<f64>>, Option<f64>), String> {
+    pub fn read(&self) -> Result<(Vec<Option<f64>>, Option<f64>), SensorError> {
         Ok(self.open()?.read())
     }
 }
 
 /// The rails of one tegrastats line, when it is on the PATH.
-fn tegrastats_rails() -> Result<PowerSensors, String> {
+fn tegrastats_rails() -> Result<PowerSensors, SensorError> {
     if !tegrastats::on_path() {
-        return Err("tegrastats is not on the PATH".into());
+        return Err(SensorError::TegrastatsMissing);
     }
     let line = tegrastats::Stream::start(Duration::from_millis(TEGRASTATS_INTERVAL_MS))?
         .latest()
-        .ok_or("tegrastats printed no line")?;
+        .ok_or(SensorError::Tegrastats("printed no line".into()))?;
     if line.rails_mw.is_empty() {
-        return Err("tegrastats reports no power rails".into());
+        return Err(SensorError::TegrastatsNoRails);
     }
     let rails: Vec<Rail> = line
         .rails_mw
@@ -187,7 +217,7 @@ fn tegrastats_rails() -> Result<PowerSensors, String> {
         .map(|(name, _)| Rail { name: name.clone(), reading: Reading::Tegrastats })
         .collect();
     Ok(PowerSensors {
-        source: "tegrastats",
+        source: PowerSource::Tegrastats,
         total_rail: line.total_w().0.map(String::from),
         rails,
         update_interval_ms: Some(TEGRASTATS_INTERVAL_MS),

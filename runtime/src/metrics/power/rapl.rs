@@ -6,11 +6,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::{Rail, Reading};
+use crate::metrics::error::SensorError;
 use crate::metrics::sysfs::{entries, read_number, read_trimmed};
 
 /// The package zones (`intel-rapl:N`) and DRAM zones, whose sum is the host's measured power;
 /// `psys` is left out because it already contains the packages.
-pub fn zones(root: &Path) -> Result<Vec<Rail>, String> {
+pub fn zones(root: &Path) -> Result<Vec<Rail>, SensorError> {
     let base = root.join("sys/class/powercap");
     let mut rails = Vec::new();
     let mut unreadable = None;
@@ -25,8 +26,7 @@ pub fn zones(root: &Path) -> Result<Vec<Rail>, String> {
         }
         let energy = dir.join("energy_uj");
         if let Err(e) = std::fs::read_to_string(&energy) {
-            unreadable
-                .get_or_insert(format!("{}: {e} (readable by root only since Linux 5.10)", energy.display()));
+            unreadable.get_or_insert(SensorError::RaplUnreadable { path: energy, reason: e.to_string() });
             continue;
         }
         let range_uj = read_number(&dir.join("max_energy_range_uj")).unwrap_or(u64::MAX);
@@ -34,8 +34,8 @@ pub fn zones(root: &Path) -> Result<Vec<Rail>, String> {
     }
     match (rails.is_empty(), unreadable) {
         (false, _) => Ok(rails),
-        (true, Some(reason)) => Err(format!("RAPL counters not readable: {reason}")),
-        (true, None) => Err(format!("no RAPL counters under {}", base.display())),
+        (true, Some(unreadable)) => Err(unreadable),
+        (true, None) => Err(SensorError::NoRapl { base }),
     }
 }
 
@@ -52,12 +52,13 @@ impl Counter {
     }
 
     /// The mean power since the previous reading.
-    pub fn watts(&mut self, uj: f64, at: Instant) -> Result<f64, String> {
+    pub fn watts(&mut self, uj: f64, at: Instant) -> Result<f64, SensorError> {
         let previous = self.last.replace((uj, at));
-        let (last_uj, last_at) = previous.ok_or("RAPL: no earlier reading to take a rate from")?;
+        let (last_uj, last_at) =
+            previous.ok_or(SensorError::RaplRate("no earlier reading to take a rate from"))?;
         let seconds = at.duration_since(last_at).as_secs_f64();
         if seconds <= 0.0 {
-            return Err("RAPL: two readings at the same instant".into());
+            return Err(SensorError::RaplRate("two readings at the same instant"));
         }
         Ok(delta_uj(last_uj, uj, self.range_uj) / 1e6 / seconds)
     }

@@ -3,6 +3,7 @@
 use std::time::{Duration, Instant};
 
 use super::{OpenSensors, PowerSensors};
+use crate::metrics::error::SensorError;
 use crate::metrics::periodic::Periodic;
 
 /// One reading: seconds since the epoch, watts per rail (`None` for a failed rail), total.
@@ -28,7 +29,7 @@ type Reading = (Vec<Option<f64>>, Option<f64>);
 pub struct Sampler(Periodic<Reading>);
 
 impl Sampler {
-    pub fn start(sensors: &PowerSensors, epoch: Instant, interval: Duration) -> Result<Sampler, String> {
+    pub fn start(sensors: &PowerSensors, epoch: Instant, interval: Duration) -> Result<Sampler, SensorError> {
         let mut sensors = sensors.open()?;
         Ok(Sampler(Periodic::start("edgert-power", epoch, interval, move || sensors.read())?))
     }

@@ -13,7 +13,7 @@ fn names(s: &PowerSensors) -> Vec<&str> {
 #[test]
 fn jetson_nano_jetpack_4_iio_in_milliwatts() {
     let s = PowerSensors::discover(&fixture("jetson-nano-jp4")).unwrap();
-    assert_eq!(s.source, "ina3221x iio");
+    assert_eq!(s.source, PowerSource::Ina3221xIio);
     assert_eq!(names(&s), ["POM_5V_IN", "POM_5V_GPU", "POM_5V_CPU"]);
     assert_eq!(s.total_rail.as_deref(), Some("POM_5V_IN"));
     let (watts, total) = s.read().unwrap();
@@ -25,7 +25,7 @@ fn jetson_nano_jetpack_4_iio_in_milliwatts() {
 #[test]
 fn xavier_nx_jetpack_5_hwmon_volts_times_amps_without_the_sum_channel() {
     let s = PowerSensors::discover(&fixture("xavier-nx-jp5")).unwrap();
-    assert_eq!(s.source, "ina3221 hwmon");
+    assert_eq!(s.source, PowerSource::Ina3221Hwmon);
     assert_eq!(names(&s), ["VDD_IN", "VDD_CPU_GPU_CV", "VDD_SOC"]);
     assert_eq!(s.update_interval_ms, Some(140));
     let (_, total) = s.read().unwrap();
@@ -52,9 +52,11 @@ fn agx_orin_two_sensors_no_input_rail_totals_the_rails() {
 fn no_sensors_is_an_error_that_says_where_it_looked() {
     let dir = tempfile::tempdir().unwrap();
     let err = PowerSensors::discover(dir.path()).unwrap_err();
+    assert!(matches!(&err, SensorError::NoPowerSensors { root, .. } if root == dir.path()), "{err:?}");
+    let text = err.to_string();
     assert!(
-        err.contains("no INA3221 power sensors") && err.contains(&dir.path().display().to_string()),
-        "{err}"
+        text.contains("no INA3221 power sensors") && text.contains(&dir.path().display().to_string()),
+        "{text}"
     );
 }
 
@@ -65,5 +67,10 @@ fn unreadable_rapl_counters_are_a_reason_not_a_zero() {
     std::fs::create_dir_all(zone.join("energy_uj")).unwrap(); // a folder: reading it fails, even as root
     std::fs::write(zone.join("name"), "package-0\n").unwrap();
     let err = PowerSensors::discover(dir.path()).unwrap_err();
-    assert!(err.contains("RAPL counters not readable") && err.contains("energy_uj"), "{err}");
+    let SensorError::NoPowerSensors { rapl, .. } = &err else { panic!("{err:?}") };
+    assert!(
+        matches!(&**rapl, SensorError::RaplUnreadable { path, .. } if path.ends_with("energy_uj")),
+        "{err:?}"
+    );
+    assert!(err.to_string().contains("RAPL counters not readable"), "{err}");
 }

@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::metrics::error::SensorError;
+
 /// One parsed line. Power rails keep the line's order.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Line {
@@ -117,15 +119,15 @@ pub struct Stream {
 
 impl Stream {
     /// Starts tegrastats and waits for its first line (at most `interval` + 2 s).
-    pub fn start(interval: Duration) -> Result<Stream, String> {
+    pub fn start(interval: Duration) -> Result<Stream, SensorError> {
         let mut child = Command::new("tegrastats")
             .arg("--interval")
             .arg(interval.as_millis().max(1).to_string())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
-            .map_err(|e| format!("tegrastats: cannot start: {e}"))?;
-        let stdout = child.stdout.take().ok_or("tegrastats: no output")?;
+            .map_err(|e| SensorError::Tegrastats(format!("cannot start: {e}")))?;
+        let stdout = child.stdout.take().ok_or(SensorError::Tegrastats("no output".into()))?;
         let latest = Arc::new(Mutex::new(None));
         let shared = latest.clone();
         std::thread::Builder::new()
@@ -135,12 +137,12 @@ impl Stream {
                     *shared.lock().unwrap_or_else(|e| e.into_inner()) = Some(parse(&text));
                 }
             })
-            .map_err(|e| format!("tegrastats: {e}"))?;
+            .map_err(|e| SensorError::Tegrastats(e.to_string()))?;
         let stream = Stream { child, latest };
         let deadline = Instant::now() + interval + Duration::from_secs(2);
         while stream.latest().is_none() {
             if Instant::now() > deadline {
-                return Err("tegrastats: printed no line".into());
+                return Err(SensorError::Tegrastats("printed no line".into()));
             }
             std::thread::sleep(Duration::from_millis(5));
         }

@@ -32,6 +32,15 @@ pub struct Telemetry {
     tegrastats: Option<tegrastats::Stream>,
 }
 
+/// Where clocks, temperatures and loads are read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TelemetrySource {
+    Sysfs,
+    /// tegrastats' output, where sysfs cannot be read.
+    Tegrastats,
+}
+
 impl Telemetry {
     pub fn open(root: &Path) -> Telemetry {
         let (clocks, zones) = (ClockReader::open(root), ZoneReader::open(root));
@@ -42,12 +51,12 @@ impl Telemetry {
         Telemetry { root: root.to_owned(), clocks, zones, tegrastats }
     }
 
-    /// `tegrastats` when it fills in for sysfs, else `sysfs`.
-    pub fn source(&self) -> &'static str {
+    /// Tegrastats when it fills in for sysfs, else sysfs.
+    pub fn source(&self) -> TelemetrySource {
         if self.tegrastats.is_some() {
-            "tegrastats"
+            TelemetrySource::Tegrastats
         } else {
-            "sysfs"
+            TelemetrySource::Sysfs
         }
     }
 

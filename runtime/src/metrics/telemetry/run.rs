@@ -3,7 +3,7 @@
 
 use serde::Serialize;
 
-use super::Snapshot;
+use super::{Snapshot, TelemetrySource};
 
 /// Lowest and highest reading of a clock over the window, in MHz.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -23,7 +23,7 @@ pub struct ZoneRun {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunTelemetry {
     /// `sysfs` or `tegrastats`.
-    pub source: &'static str,
+    pub source: TelemetrySource,
     pub samples: usize,
     /// This process's resident set over time: (seconds from the window's start, bytes).
     pub rss_series: Vec<(f64, u64)>,
@@ -73,7 +73,7 @@ fn drop_of(name: &str, series: &[f64]) -> Option<String> {
 
 impl RunTelemetry {
     /// Summarizes `(seconds since the epoch, snapshot)` readings taken over a window from `start`.
-    pub fn summarize(source: &'static str, readings: &[(f64, Snapshot)], start: f64) -> RunTelemetry {
+    pub fn summarize(source: TelemetrySource, readings: &[(f64, Snapshot)], start: f64) -> RunTelemetry {
         let snaps: Vec<&Snapshot> = readings.iter().map(|r| &r.1).collect();
         let memory = || snaps.iter().filter_map(|s| s.memory.as_ref());
         let gpu_clock =

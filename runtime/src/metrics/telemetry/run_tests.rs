@@ -36,7 +36,7 @@ fn snapshot(cpu_mhz: f64, locked: bool, gpu_load: f64, tj_c: f64, rss: u64) -> S
 fn summarize(snaps: Vec<Snapshot>) -> RunTelemetry {
     let readings: Vec<(f64, Snapshot)> =
         snaps.into_iter().enumerate().map(|(i, s)| (i as f64 * 0.1, s)).collect();
-    RunTelemetry::summarize("sysfs", &readings, 0.0)
+    RunTelemetry::summarize(TelemetrySource::Sysfs, &readings, 0.0)
 }
 
 #[test]
@@ -80,7 +80,7 @@ fn a_zone_past_its_trip_point_is_throttling() {
 
 #[test]
 fn no_readings_summarize_to_nothing_known() {
-    let t = RunTelemetry::summarize("sysfs", &[], 0.0);
+    let t = RunTelemetry::summarize(TelemetrySource::Sysfs, &[], 0.0);
     assert_eq!((t.samples, t.clocks_locked, t.throttled), (0, None, false));
     assert!(t.zones.is_empty() && t.cpu_mhz.is_empty() && t.warnings().is_empty());
 }

@@ -1,0 +1,20 @@
+//! Why a source URI or a camera's formats cannot be used; the caller names the source.
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SourceError {
+    #[error("unknown source: expected synthetic:WxH[@fps][,format], file:PATH or v4l2:///dev/videoN")]
+    UnknownScheme,
+    #[error("file: needs a path")]
+    NoPath,
+    #[error("unknown pixel format '{name}' (known: {known})")]
+    UnknownPixelFormat { name: String, known: String },
+    #[error("'{0}' is not a frame rate above 0")]
+    FrameRate(String),
+    #[error("'{0}' is not a frame size WxH between 1x1 and 16384x16384")]
+    FrameSize(String),
+    /// The requested camera format, and what the camera offers instead.
+    #[error("the camera does not offer {wanted}; it offers {offered}")]
+    NotOffered { wanted: &'static str, offered: String },
+    #[error("the camera offers none of the formats edgert reads ({readable}); it offers {offered}")]
+    NoReadableFormat { readable: String, offered: String },
+}
