@@ -18,6 +18,7 @@ fn main() {
         println!("cargo:rerun-if-changed={path}");
     }
     println!("cargo:rustc-check-cfg=cfg(edgert_trt_shim)");
+    println!("cargo:rustc-check-cfg=cfg(edgert_trt_shim_check)");
     #[cfg(feature = "tensorrt")]
     tensorrt_shim();
 }
@@ -31,6 +32,22 @@ fn tensorrt_shim() {
     println!("cargo:rerun-if-changed={shim}");
     // The structs' layout as C sees it, for the test that `ffi.rs` mirrors the header.
     cc::Build::new().file(format!("{shim}/layout.c")).compile("edgert_trt_layout");
+    // The parts of the shim that need no TensorRT (its logger, its version rule), for the test in
+    // `ffi.rs`. Needs the target's C++ compiler: required for a native build; a cross build
+    // without one (CI type-checks for aarch64 with a C cross compiler only) leaves them out.
+    let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();
+    let checks = cc::Build::new()
+        .cpp(true)
+        .file(format!("{shim}/shim_check.cpp"))
+        .flag("-std=c++17")
+        .try_compile("edgert_trt_shim_check");
+    match checks {
+        Ok(()) => println!("cargo:rustc-cfg=edgert_trt_shim_check"),
+        Err(e) if native => panic!("the TensorRT shim's checks without TensorRT do not compile: {e}"),
+        Err(_) => println!(
+            "cargo:warning=tensorrt: no C++ compiler for the target; the shim checks without TensorRT are left out"
+        ),
+    }
     let arch = std::env::var("CARGO_CFG_TARGET_ARCH").unwrap_or_default();
     let folders = |variable: &str, defaults: Vec<String>| -> Vec<PathBuf> {
         println!("cargo:rerun-if-env-changed={variable}");

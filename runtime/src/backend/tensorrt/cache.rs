@@ -15,7 +15,7 @@ use crate::{Error, Result};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EngineInfo {
     pub model_sha256: String,
-    /// TensorRT release, `10.3.0`.
+    /// TensorRT release, with its build number where TensorRT gives it: `10.3.0.26`, `8.5.2`.
     pub tensorrt: String,
     /// Compute capability, `8.7` on Orin.
     pub sm: String,
@@ -27,6 +27,9 @@ pub struct EngineInfo {
     /// The calibration set's digest, for calibrator-based INT8.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration_sha256: Option<String>,
+    /// Built with 2:4 structured-sparse kernels allowed (`--trt-sparsity`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub sparsity: bool,
 }
 
 impl EngineInfo {
@@ -42,7 +45,7 @@ impl EngineInfo {
     /// capability `sm`; `None` when it can.
     pub fn mismatch(&self, tensorrt: &str, sm: &str) -> Option<String> {
         let mut reasons = Vec::new();
-        if self.tensorrt != tensorrt {
+        if !same_release(&self.tensorrt, tensorrt) {
             reasons
                 .push(format!("it was built by TensorRT {} and this is TensorRT {tensorrt}", self.tensorrt));
         }
@@ -54,6 +57,14 @@ impl EngineInfo {
         }
         (!reasons.is_empty()).then(|| reasons.join(", and "))
     }
+}
+
+/// Whether two TensorRT versions are one release: every part equal, the build number only where
+/// both have one (engines described before edgert read it say `10.3.0`).
+fn same_release(a: &str, b: &str) -> bool {
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.split('.').collect(), b.split('.').collect());
+    let common = a.len().min(b.len());
+    a == b || (common >= 3 && a[..common] == b[..common])
 }
 
 /// `E.engine` → `E.engine.json`.
@@ -140,6 +151,7 @@ mod tests {
             precision: "fp16".into(),
             profile: "1x3x224x224".into(),
             calibration_sha256: None,
+            sparsity: false,
         }
     }
 
@@ -154,6 +166,8 @@ mod tests {
             EngineInfo { precision: "int8".into(), ..base.clone() },
             EngineInfo { profile: "4x3x224x224".into(), ..base.clone() },
             EngineInfo { calibration_sha256: Some("ef".repeat(32)), ..base.clone() },
+            EngineInfo { sparsity: true, ..base.clone() },
+            EngineInfo { tensorrt: "10.3.0.26".into(), ..base.clone() },
         ];
         for other in changed {
             assert_ne!(other.cache_name(), base.cache_name(), "{other:?}");
@@ -185,6 +199,15 @@ mod tests {
         assert!(message.contains("built by TensorRT 10.3.0 and this is TensorRT 8.6.2"), "{message}");
         let message = info().mismatch("10.3.0", "7.2").unwrap();
         assert!(message.contains("compute capability 8.7 and this one is 7.2"), "{message}");
+        // The build number counts where both sides know it.
+        assert_eq!(info().mismatch("10.3.0.26", "8.7"), None);
+        let built = EngineInfo { tensorrt: "10.3.0.26".into(), ..info() };
+        assert_eq!(built.mismatch("10.3.0.26", "8.7"), None);
+        assert!(built
+            .mismatch("10.3.0.30", "8.7")
+            .unwrap()
+            .contains("10.3.0.26 and this is TensorRT 10.3.0.30"));
+        assert!(built.mismatch("10.30.0", "8.7").is_some());
     }
 
     #[test]

@@ -96,7 +96,6 @@ impl Feeder {
     pub fn raw(&mut self, cache: &[u8]) -> ffi::Calibrator {
         ffi::Calibrator {
             user: (self as *mut Feeder).cast(),
-            batch_size: self.batch as i32,
             next_batch,
             cache: if cache.is_empty() { std::ptr::null() } else { cache.as_ptr().cast() },
             cache_bytes: cache.len(),

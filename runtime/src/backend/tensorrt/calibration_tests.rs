@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::tests::{backend, engines_in, model, orin_trt10, orin_trt8};
+use super::tests::{backend, digits_variant, engines_in, model, orin_trt10, orin_trt8};
 use super::{cache, mock, BuildPrecision, Calibration, Loaded, TensorrtBackend};
 use crate::backend::{Backend, PrepareOptions};
 use crate::capture;
@@ -71,8 +71,9 @@ fn an_npz_calibrates_and_the_engine_cache_keeps_calibrated_and_plain_engines_apa
     let samples = capture::npz::load(&set, &[1, 8, 8]).unwrap().len();
     let digits = model("digits_mlp_nchw.toml");
     let options = PrepareOptions::default();
+    // The plain engine: FP16 (INT8 without Q/DQ nodes or a calibration set is refused).
     let mut trt = backend(orin_trt10, dir.path());
-    trt.options.precision = Some(BuildPrecision::Int8);
+    trt.options.precision = Some(BuildPrecision::Fp16);
     trt.prepare(&digits, &options).unwrap();
     let trt = calibrating(orin_trt10, dir.path(), &digits, set, None);
     let prepared = trt.prepare(&digits, &options).unwrap();
@@ -141,31 +142,12 @@ fn an_image_that_does_not_decode_stops_calibration_with_its_name() {
 
 #[test]
 fn a_model_with_two_inputs_is_not_calibrated() {
-    use prost::Message;
-
     let dir = tempfile::tempdir().unwrap();
-    let onnx = std::fs::read(models_dir().join("digits_mlp_nchw.onnx")).unwrap();
-    let mut proto = tract_onnx::pb::ModelProto::decode(&*onnx).unwrap();
-    let graph = proto.graph.as_mut().unwrap();
-    let mut extra = graph.input[0].clone();
-    extra.name = "extra".into();
-    graph.input.push(extra);
-    let path = dir.path().join("two_inputs.onnx");
-    std::fs::write(&path, proto.encode_to_vec()).unwrap();
-    let sha256 = crate::model::digest::sha256_file(&path).unwrap();
-    let manifest = std::fs::read_to_string(models_dir().join("digits_mlp_nchw.toml"))
-        .unwrap()
-        .lines()
-        .map(|l| match l {
-            l if l.starts_with("file") => "file = \"two_inputs.onnx\"".to_string(),
-            l if l.starts_with("sha256") => format!("sha256 = \"{sha256}\""),
-            l => l.to_string(),
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    let manifest_path = dir.path().join("two_inputs.toml");
-    std::fs::write(&manifest_path, manifest).unwrap();
-    let two = crate::model::Model::load(&manifest_path, &Default::default()).unwrap();
+    let two = digits_variant(dir.path(), "two_inputs", |graph| {
+        let mut extra = graph.input[0].clone();
+        extra.name = "extra".into();
+        graph.input.push(extra);
+    });
     let trt = calibrating(orin_trt10, dir.path(), &two, models_dir().join("digits_calib.npz"), None);
     let error = trt.build(&two, 1).unwrap_err();
     assert!(

@@ -40,12 +40,14 @@ pub struct Symbols {
     pub create_infer_runtime: Option<unsafe extern "C" fn(*mut c_void, i32) -> *mut c_void>,
     pub create_infer_builder: Option<unsafe extern "C" fn(*mut c_void, i32) -> *mut c_void>,
     pub get_infer_lib_version: Option<unsafe extern "C" fn() -> i32>,
+    pub get_infer_lib_build_version: Option<unsafe extern "C" fn() -> i32>,
     pub create_onnx_parser: Option<unsafe extern "C" fn(*mut c_void, *mut c_void, i32) -> *mut c_void>,
+    pub init_plugins: Option<unsafe extern "C" fn(*mut c_void, *const c_char) -> bool>,
     pub cuda_malloc: Option<unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int>,
     pub cuda_free: CudaFn<*mut c_void>,
     pub cuda_memcpy_async:
         Option<unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int, *mut c_void) -> c_int>,
-    pub cuda_stream_create: CudaFn<*mut *mut c_void>,
+    pub cuda_stream_create_with_flags: Option<unsafe extern "C" fn(*mut *mut c_void, u32) -> c_int>,
     pub cuda_stream_destroy: CudaFn<*mut c_void>,
     pub cuda_stream_synchronize: CudaFn<*mut c_void>,
     pub cuda_event_create: CudaFn<*mut *mut c_void>,
@@ -86,11 +88,23 @@ pub struct Tensor {
     pub dtype: i32,
     pub nb_dims: i32,
     pub dims: [i64; MAX_DIMS],
+    /// 1: dense row-major; 0: vectorized or channel-last, not the dense volume of `dims`.
+    pub linear: i32,
+    /// TensorRT's description of the format; null when it gives none.
+    pub format: *const c_char,
 }
 
 impl Tensor {
     pub fn empty() -> Tensor {
-        Tensor { name: std::ptr::null(), is_input: 0, dtype: 0, nb_dims: 0, dims: [0; MAX_DIMS] }
+        Tensor {
+            name: std::ptr::null(),
+            is_input: 0,
+            dtype: 0,
+            nb_dims: 0,
+            dims: [0; MAX_DIMS],
+            linear: 1,
+            format: std::ptr::null(),
+        }
     }
 
     /// The name the shim filled in; it lives as long as the engine.
@@ -103,6 +117,14 @@ impl Tensor {
         }
         CStr::from_ptr(self.name).to_string_lossy().into_owned()
     }
+
+    /// The format's description the shim filled in, if any.
+    ///
+    /// # Safety
+    /// `format` is null or a NUL-terminated string.
+    pub unsafe fn format(&self) -> Option<String> {
+        (!self.format.is_null()).then(|| CStr::from_ptr(self.format).to_string_lossy().trim().to_string())
+    }
 }
 
 #[repr(C)]
@@ -111,6 +133,7 @@ pub struct Device {
     pub sm_major: i32,
     pub sm_minor: i32,
     pub integrated: i32,
+    pub dla_cores: i32,
 }
 
 #[repr(C)]
@@ -155,7 +178,6 @@ pub type WriteCache = unsafe extern "C" fn(*mut c_void, *const c_void, usize);
 #[repr(C)]
 pub struct Calibrator {
     pub user: *mut c_void,
-    pub batch_size: i32,
     pub next_batch: NextBatch,
     pub cache: *const c_void,
     pub cache_bytes: usize,
@@ -318,10 +340,14 @@ mod tests {
         let rust = [
             size_of::<Symbols>(),
             offset_of!(Symbols, create_onnx_parser),
+            offset_of!(Symbols, init_plugins),
+            offset_of!(Symbols, cuda_stream_create_with_flags),
             offset_of!(Symbols, cuda_get_error_string),
             size_of::<ErrorBuf>(),
             size_of::<Tensor>(),
             offset_of!(Tensor, dims),
+            offset_of!(Tensor, linear),
+            offset_of!(Tensor, format),
             size_of::<Device>(),
             size_of::<Binding>(),
             offset_of!(Binding, device),
@@ -337,5 +363,19 @@ mod tests {
             size_of::<Blob>(),
         ];
         assert_eq!(&c[..count], &rust[..]);
+    }
+
+    /// The parts of the shim that need no TensorRT: its logger reports the first error of the
+    /// failing call, never one left from an earlier call or another thread; a library older than
+    /// the headers, or of another major, is refused with the fix (`shim/shim_check.cpp` numbers
+    /// each check; 0: all passed).
+    #[cfg(edgert_trt_shim_check)]
+    #[test]
+    fn the_shims_logger_and_version_rule_hold() {
+        extern "C" {
+            fn edgert_trt_shim_check() -> c_int;
+        }
+        // SAFETY: takes nothing, touches only its own logger.
+        assert_eq!(unsafe { edgert_trt_shim_check() }, 0);
     }
 }

@@ -13,6 +13,8 @@ pub struct Runtime {
     raw: *mut ffi::RuntimeHandle,
     pub version: TrtVersion,
     pub device: ffi::Device,
+    /// Whether TensorRT's standard plugins (libnvinfer_plugin) are registered.
+    pub plugins: bool,
     _libraries: Option<Arc<Libraries>>,
 }
 
@@ -37,9 +39,14 @@ impl Runtime {
         let mut runtime = Runtime {
             api,
             raw,
-            // SAFETY: `raw` is the live runtime just created.
-            version: TrtVersion::decode(unsafe { (api.runtime_version)(raw) }),
+            version: TrtVersion {
+                // SAFETY: a function of TensorRT's that takes nothing, resolved with the library.
+                build: symbols.get_infer_lib_build_version.map(|f| unsafe { f() }),
+                // SAFETY: `raw` is the live runtime just created.
+                ..TrtVersion::decode(unsafe { (api.runtime_version)(raw) })
+            },
             device: ffi::Device::default(),
+            plugins: symbols.init_plugins.is_some(),
             _libraries: libraries,
         };
         if !runtime.version.is_supported() {
@@ -87,6 +94,9 @@ impl Runtime {
                 is_input: tensor.is_input != 0,
                 dtype: tensor.dtype,
                 dims: tensor.dims[..tensor.nb_dims.clamp(0, ffi::MAX_DIMS as i32) as usize].to_vec(),
+                linear: tensor.linear != 0,
+                // SAFETY: the shim set `format` to null or the engine's NUL-terminated text.
+                format: unsafe { tensor.format() },
             });
         }
         Ok(engine)
@@ -143,6 +153,10 @@ pub struct EngineTensor {
     pub is_input: bool,
     pub dtype: i32,
     pub dims: Vec<i64>,
+    /// Dense row-major memory; false for vectorized or channel-last formats.
+    pub linear: bool,
+    /// TensorRT's description of the format.
+    pub format: Option<String>,
 }
 
 pub struct Engine {

@@ -1,6 +1,8 @@
-//! Finding TensorRT and the CUDA runtime at run time: libnvinfer, libnvonnxparser (optional: only
-//! building engines needs it) and libcudart, resolved with dlopen so the binary starts on machines
-//! without them and says what is missing, where it looked, and the fix.
+//! Finding TensorRT and the CUDA runtime at run time: libnvinfer, then its own release's
+//! libnvonnxparser (optional: only building engines needs it), libnvinfer_plugin (optional: only
+//! engines with TensorRT's plugins need it) and the libcudart it runs on, resolved with dlopen so
+//! the binary starts on machines without them and says what is missing, where it looked, and the
+//! fix.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -10,9 +12,28 @@ use libloading::Library;
 use super::ffi::Symbols;
 
 const NVINFER: &[&str] = &["libnvinfer.so.10", "libnvinfer.so.8", "libnvinfer.so.11", "libnvinfer.so"];
-const ONNX_PARSER: &[&str] =
-    &["libnvonnxparser.so.10", "libnvonnxparser.so.8", "libnvonnxparser.so.11", "libnvonnxparser.so"];
-const CUDART: &[&str] = &["libcudart.so.12", "libcudart.so.11.0", "libcudart.so.13", "libcudart.so"];
+
+/// What goes with a libnvinfer of major `major`: its ONNX parser and plugin library (same major),
+/// and the CUDA runtimes its releases are built for, the likeliest first (TensorRT 8.5 and 8.6:
+/// CUDA 11 on JetPack 5, 12 on desktops; 10.x: CUDA 12, 13 from 10.13 on JetPack 7; 11: CUDA 13).
+struct Companions {
+    parser: String,
+    plugin: String,
+    cudart: &'static [&'static str],
+}
+
+fn companions(major: i32) -> Companions {
+    let cudart: &[&str] = match major {
+        ..=8 => &["libcudart.so.11.0", "libcudart.so.12"],
+        9 | 10 => &["libcudart.so.12", "libcudart.so.13", "libcudart.so.11.0"],
+        _ => &["libcudart.so.13"],
+    };
+    Companions {
+        parser: format!("libnvonnxparser.so.{major}"),
+        plugin: format!("libnvinfer_plugin.so.{major}"),
+        cudart,
+    }
+}
 
 /// The loaded libraries, kept open as long as any runtime made from their symbols lives.
 pub struct Libraries {
@@ -79,27 +100,48 @@ fn symbol<T: Copy>(library: &Library, name: &str, what: &str) -> Result<T, Strin
         .map_err(|_| format!("{what} has no symbol {name}: it is not a TensorRT 8.5+ / CUDA 11+ library"))
 }
 
+/// The libcudart libnvinfer already pulled into the process (its own dependency), if any.
+fn already_loaded(names: &[&str]) -> Option<Library> {
+    names.iter().find_map(|name| {
+        // SAFETY: RTLD_NOLOAD only finds a library already loaded; nothing is initialised.
+        unsafe { libloading::os::unix::Library::open(Some(*name), libc::RTLD_NOW | libc::RTLD_NOLOAD) }
+            .ok()
+            .map(Library::from)
+    })
+}
+
 /// Opens TensorRT and the CUDA runtime and resolves everything the shim calls.
 pub fn load() -> Result<Arc<Libraries>, String> {
     const TRT_FIX: &str =
         "install TensorRT (JetPack ships it; on a desktop, NVIDIA's TensorRT packages) or set TENSORRT_LIB_DIR to its folder";
     let nvinfer = open(NVINFER, "TensorRT's libnvinfer", TRT_FIX)?;
-    let cudart = open(
-        CUDART,
-        "the CUDA runtime libcudart",
-        "install the CUDA runtime (JetPack ships it) or add its folder to LD_LIBRARY_PATH",
-    )?;
-    let parser = open(ONNX_PARSER, "libnvonnxparser", TRT_FIX).ok();
     let (i, c) = ("libnvinfer", "libcudart");
+    let get_version: unsafe extern "C" fn() -> i32 = symbol(&nvinfer, "getInferLibVersion", i)?;
+    // SAFETY: getInferLibVersion takes nothing and returns the release number.
+    let major = super::version::TrtVersion::decode(unsafe { get_version() }).major;
+    let with = companions(major);
+    let cudart = match already_loaded(with.cudart) {
+        Some(cudart) => cudart,
+        None => open(
+            with.cudart,
+            &format!("the CUDA runtime libcudart that TensorRT {major} runs on"),
+            "install the CUDA runtime (JetPack ships it) or add its folder to LD_LIBRARY_PATH",
+        )?,
+    };
+    let parser = open(&[with.parser.as_str()], "libnvonnxparser", TRT_FIX).ok();
+    let plugin = open(&[with.plugin.as_str()], "libnvinfer_plugin", TRT_FIX).ok();
     let mut symbols = Symbols {
         create_infer_runtime: Some(symbol(&nvinfer, "createInferRuntime_INTERNAL", i)?),
         create_infer_builder: Some(symbol(&nvinfer, "createInferBuilder_INTERNAL", i)?),
-        get_infer_lib_version: Some(symbol(&nvinfer, "getInferLibVersion", i)?),
+        get_infer_lib_version: Some(get_version),
+        // SAFETY: TensorRT 10's `int32_t getInferLibBuildVersion()`; absent before 10.
+        get_infer_lib_build_version: unsafe { nvinfer.get(b"getInferLibBuildVersion") }.ok().map(|s| *s),
         create_onnx_parser: None,
+        init_plugins: None,
         cuda_malloc: Some(symbol(&cudart, "cudaMalloc", c)?),
         cuda_free: Some(symbol(&cudart, "cudaFree", c)?),
         cuda_memcpy_async: Some(symbol(&cudart, "cudaMemcpyAsync", c)?),
-        cuda_stream_create: Some(symbol(&cudart, "cudaStreamCreate", c)?),
+        cuda_stream_create_with_flags: Some(symbol(&cudart, "cudaStreamCreateWithFlags", c)?),
         cuda_stream_destroy: Some(symbol(&cudart, "cudaStreamDestroy", c)?),
         cuda_stream_synchronize: Some(symbol(&cudart, "cudaStreamSynchronize", c)?),
         cuda_event_create: Some(symbol(&cudart, "cudaEventCreate", c)?),
@@ -115,11 +157,29 @@ pub fn load() -> Result<Arc<Libraries>, String> {
         symbols.create_onnx_parser = Some(symbol(&parser, "createNvOnnxParser_INTERNAL", "libnvonnxparser")?);
         open_libraries.push(parser);
     }
+    if let Some(plugin) = plugin {
+        symbols.init_plugins = Some(symbol(&plugin, "initLibNvInferPlugins", "libnvinfer_plugin")?);
+        open_libraries.push(plugin);
+    }
     Ok(Arc::new(Libraries { symbols, _open: open_libraries }))
 }
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_parser_plugins_and_cuda_runtime_follow_libnvinfers_major() {
+        let jetpack5 = super::companions(8);
+        assert_eq!(
+            (jetpack5.parser.as_str(), jetpack5.plugin.as_str()),
+            ("libnvonnxparser.so.8", "libnvinfer_plugin.so.8")
+        );
+        assert_eq!(jetpack5.cudart[0], "libcudart.so.11.0");
+        let jetpack6 = super::companions(10);
+        assert_eq!(jetpack6.parser, "libnvonnxparser.so.10");
+        assert_eq!(jetpack6.cudart[..2], ["libcudart.so.12", "libcudart.so.13"]);
+        assert_eq!(super::companions(11).cudart, ["libcudart.so.13"]);
+    }
+
     #[test]
     fn a_machine_without_tensorrt_gets_an_error_naming_the_library_the_search_and_the_fix() {
         if super::load().is_ok() {

@@ -2,6 +2,12 @@
 //! ONNX model in a plan stamped with the TensorRT version and GPU it was built for, loading refuses
 //! plans from another version or GPU as TensorRT does, and running executes the model with tract.
 //! Device memory comes from the `Symbols` it is given, so tests can make `cudaMalloc` fail.
+//!
+//! It refuses what TensorRT (through the shim) refuses, so the backend's tests cannot pass on a
+//! permissive double: Q/DQ nodes without the INT8 flag, INT8 without scales, DLA without FP16 or
+//! INT8 or on a device without that core, plugin layers without libnvinfer_plugin, device
+//! addresses not aligned to 256 bytes, buffers sized as dense for a vectorized IO format; and it
+//! leaves data-dependent output shapes at -1, as TensorRT does.
 
 use std::collections::HashMap;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
@@ -20,12 +26,20 @@ const MAGIC: &[u8] = b"EDGERT-MOCK-TRT\n";
 pub struct Stamp {
     tensorrt: i32,
     sm: String,
-    fp16: bool,
-    int8: bool,
+    pub fp16: bool,
+    pub int8: bool,
     /// The inputs' and outputs' type (`ffi::F32`, `F16` as with `--inputIOFormats=fp16:chw`, ...).
     io_dtype: i32,
+    /// The IO tensors' format description when not linear (`--inputIOFormats=fp16:chw16`).
+    #[serde(default)]
+    io_format: Option<String>,
     #[serde(default)]
     pub calibrated: Option<Calibrated>,
+    /// TensorRT plugins the plan's layers use (ONNX operators named `*_TRT`).
+    #[serde(default)]
+    plugins: Vec<String>,
+    #[serde(default)]
+    dla_core: Option<i32>,
 }
 
 /// What a calibrator gave the mock builder.
@@ -41,6 +55,8 @@ struct MockRuntime {
     symbols: Symbols,
     version: i32,
     sm: String,
+    dla_cores: i32,
+    plugins: bool,
 }
 
 struct MockEngine {
@@ -48,10 +64,22 @@ struct MockEngine {
     proto: tract_onnx::pb::ModelProto,
     tensors: Vec<(CString, bool, Vec<i64>)>,
     io_dtype: i32,
+    io_format: Option<CString>,
 }
 
-/// A plan per input shape set, with the output shapes it gives.
-type Plans = HashMap<Vec<usize>, (Arc<TypedRunnableModel>, Vec<Vec<usize>>)>;
+/// A plan per input shape set, with the output shapes it gives (-1: known only from the data).
+type Plans = HashMap<Vec<usize>, (Arc<TypedRunnableModel>, Vec<Vec<i64>>)>;
+
+/// The mock's own device attribute (not a CUDA one): how many DLA cores the device has.
+const DLA_CORES: c_int = -1;
+
+/// What the model's graph holds that TensorRT builds specially: Q/DQ nodes, plugin layers.
+fn graph_needs(proto: &tract_onnx::pb::ModelProto) -> (bool, Vec<String>) {
+    let nodes = onnx::all_nodes(onnx::graph(proto));
+    let qdq = nodes.iter().any(|n| n.op_type == "QuantizeLinear" || n.op_type == "DequantizeLinear");
+    let plugins = nodes.iter().filter(|n| n.op_type.ends_with("_TRT")).map(|n| n.op_type.clone()).collect();
+    (qdq, plugins)
+}
 
 struct MockContext {
     engine: *const MockEngine,
@@ -70,8 +98,30 @@ fn fail(error: *mut ErrorBuf, message: &str) {
 
 /// A stamped plan for `onnx`, as if TensorRT `version` had built it for a GPU of compute `sm`.
 pub fn plan(onnx: &[u8], version: i32, sm: &str, io_dtype: i32) -> Vec<u8> {
-    let stamp =
-        Stamp { tensorrt: version, sm: sm.into(), fp16: false, int8: false, io_dtype, calibrated: None };
+    plan_with(onnx, version, sm, io_dtype, None, Vec::new())
+}
+
+/// A stamped plan whose IO tensors are in `io_format` (None: linear) and whose layers use
+/// `plugins`.
+pub fn plan_with(
+    onnx: &[u8],
+    version: i32,
+    sm: &str,
+    io_dtype: i32,
+    io_format: Option<&str>,
+    plugins: Vec<String>,
+) -> Vec<u8> {
+    let stamp = Stamp {
+        tensorrt: version,
+        sm: sm.into(),
+        fp16: false,
+        int8: false,
+        io_dtype,
+        io_format: io_format.map(String::from),
+        calibrated: None,
+        plugins,
+        dla_core: None,
+    };
     stamped(&stamp, onnx)
 }
 
@@ -104,7 +154,14 @@ unsafe extern "C" fn runtime_create(
         fail(error, &format!("cudaDeviceGetAttribute failed: {text}"));
         return std::ptr::null_mut();
     }
-    let runtime = MockRuntime { symbols, version, sm: format!("{major}.{minor}") };
+    let mut dla_cores = 0;
+    attribute(&mut dla_cores, DLA_CORES, 0);
+    // As the shim: TensorRT's plugins registered where libnvinfer_plugin was found.
+    let plugins = match symbols.init_plugins {
+        Some(init) => init(std::ptr::null_mut(), c"".as_ptr()),
+        None => false,
+    };
+    let runtime = MockRuntime { symbols, version, sm: format!("{major}.{minor}"), dla_cores, plugins };
     Box::into_raw(Box::new(runtime)).cast()
 }
 
@@ -123,8 +180,12 @@ unsafe extern "C" fn runtime_device(
 ) -> c_int {
     let runtime = &*runtime.cast::<MockRuntime>();
     let (major, minor) = runtime.sm.split_once('.').unwrap();
-    *device =
-        ffi::Device { sm_major: major.parse().unwrap(), sm_minor: minor.parse().unwrap(), integrated: 1 };
+    *device = ffi::Device {
+        sm_major: major.parse().unwrap(),
+        sm_minor: minor.parse().unwrap(),
+        integrated: 1,
+        dla_cores: runtime.dla_cores,
+    };
     0
 }
 
@@ -132,10 +193,15 @@ unsafe extern "C" fn engine_load(
     runtime: *mut ffi::RuntimeHandle,
     plan: *const c_void,
     bytes: usize,
-    _dla_core: i32,
+    dla_core: i32,
     error: *mut ErrorBuf,
 ) -> *mut ffi::EngineHandle {
     let runtime = &*runtime.cast::<MockRuntime>();
+    if dla_core >= runtime.dla_cores {
+        let cores = runtime.dla_cores;
+        fail(error, &format!("DLA core {dla_core} does not exist: this device has {cores} DLA cores"));
+        return std::ptr::null_mut();
+    }
     let plan = std::slice::from_raw_parts(plan.cast::<u8>(), bytes);
     let Some(rest) = plan.strip_prefix(MAGIC) else {
         fail(
@@ -165,6 +231,15 @@ unsafe extern "C" fn engine_load(
         fail(error, &message);
         return std::ptr::null_mut();
     }
+    if let (Some(plugin), false) = (stamp.plugins.first(), runtime.plugins) {
+        let message = format!(
+            "deserializeCudaEngine failed: getPluginCreator could not find plugin: {plugin} version: 1 \
+             (libnvinfer_plugin was not found: engines that use TensorRT's plugins, such as EfficientNMS_TRT, \
+             need it)"
+        );
+        fail(error, &message);
+        return std::ptr::null_mut();
+    }
     let proto = onnx::framework().proto_model_for_read(&mut &rest[split + 1..]).unwrap();
     let dims =
         |spec: &crate::tensor::TensorSpec| spec.shape.iter().map(|d| d.map_or(-1, |d| d as i64)).collect();
@@ -174,7 +249,8 @@ unsafe extern "C" fn engine_load(
             tensors.push((CString::new(spec.name.clone()).unwrap(), is_input, dims(&spec)));
         }
     }
-    let engine = MockEngine { runtime, proto, tensors, io_dtype: stamp.io_dtype };
+    let io_format = stamp.io_format.map(|f| CString::new(f).unwrap());
+    let engine = MockEngine { runtime, proto, tensors, io_dtype: stamp.io_dtype, io_format };
     Box::into_raw(Box::new(engine)).cast()
 }
 
@@ -203,6 +279,9 @@ unsafe extern "C" fn engine_tensor(
     out.dtype = engine.io_dtype;
     out.nb_dims = dims.len() as i32;
     out.dims[..dims.len()].copy_from_slice(dims);
+    out.linear = engine.io_format.is_none() as i32;
+    out.format =
+        engine.io_format.as_ref().map_or(c"Row major linear FP32 format (kLINEAR)".as_ptr(), |f| f.as_ptr());
     *tensor = out;
     0
 }
@@ -251,10 +330,11 @@ unsafe extern "C" fn context_set_input_shape(
             let mut model = onnx::framework().model_for_proto_model(&engine.proto)?;
             model.set_input_fact(0, f32::fact(&shape).into())?;
             let typed = model.into_optimized()?;
+            let dim = |d: &TDim| d.to_i64().unwrap_or(-1);
             let shapes = typed
                 .output_outlets()?
                 .iter()
-                .map(|&o| Ok(typed.outlet_fact(o)?.shape.as_concrete().unwrap().to_vec()))
+                .map(|&o| Ok(typed.outlet_fact(o)?.shape.iter().map(dim).collect()))
                 .collect::<TractResult<Vec<_>>>()?;
             Ok((typed.into_runnable()?, shapes))
         })();
@@ -271,14 +351,15 @@ unsafe extern "C" fn context_set_input_shape(
 }
 
 impl MockContext {
-    unsafe fn shape_of(&self, name: &CStr) -> Option<Vec<usize>> {
+    unsafe fn shape_of(&self, name: &CStr) -> Option<Vec<i64>> {
         let input = self.input_shape.as_ref()?;
         let engine = &*self.engine;
         let (_, outputs) = &self.plans[input];
         let mut output_index = 0;
         for (n, is_input, _) in &engine.tensors {
             if n.as_c_str() == name {
-                return Some(if *is_input { input.clone() } else { outputs[output_index].clone() });
+                let input = || input.iter().map(|&d| d as i64).collect();
+                return Some(if *is_input { input() } else { outputs[output_index].clone() });
             }
             output_index += !is_input as usize;
         }
@@ -300,7 +381,7 @@ unsafe extern "C" fn context_tensor_shape(
     };
     *nb_dims = shape.len() as i32;
     for (i, d) in shape.iter().enumerate() {
-        *dims.add(i) = *d as i64;
+        *dims.add(i) = *d;
     }
     0
 }
@@ -318,6 +399,22 @@ unsafe extern "C" fn context_run(
     let bindings = std::slice::from_raw_parts(bindings, count as usize);
     if bindings.len() != engine.tensors.len() {
         fail(error, "wrong number of buffers");
+        return 1;
+    }
+    // TensorRT's rule for setTensorAddress.
+    let misaligned = |b: &&Binding| !b.device.is_null() && !(b.device as usize).is_multiple_of(256);
+    if let Some(b) = bindings.iter().find(misaligned) {
+        let name = CStr::from_ptr(b.name).to_string_lossy();
+        fail(error, &format!("setTensorAddress({name}) failed: the address is not aligned to 256 bytes"));
+        return 1;
+    }
+    // A vectorized format pads its vectors: a buffer sized as the dense tensor is too small.
+    if let Some(format) = &engine.io_format {
+        let format = format.to_string_lossy();
+        fail(
+            error,
+            &format!("mock: the IO tensors are {format}; buffers sized as dense tensors are too small"),
+        );
         return 1;
     }
     // Device memory for every buffer, as the shim allocates it: lets tests run out of it.
@@ -349,7 +446,14 @@ unsafe extern "C" fn context_run(
         std::slice::from_raw_parts(memory(input).cast::<f32>(), input.bytes / 4).to_vec()
     };
     let started = Instant::now();
-    let (plan, _) = &context.plans[&shape];
+    let (plan, shapes) = &context.plans[&shape];
+    if shapes.iter().flatten().any(|&d| d < 0) {
+        fail(
+            error,
+            "mock: data-dependent output shapes need an output allocator, which the shim has none of",
+        );
+        return 1;
+    }
     let outputs = plan.run(tvec!(Tensor::from_shape(&shape, &values).unwrap().into_tvalue())).unwrap();
     let compute_ms = started.elapsed().as_secs_f32() * 1e3;
     for (binding, value) in bindings[1..].iter().zip(outputs.iter()) {
@@ -386,9 +490,33 @@ unsafe extern "C" fn build(
     let runtime = &*runtime.cast::<MockRuntime>();
     let options = &*options;
     let model = std::slice::from_raw_parts(onnx.cast::<u8>(), bytes);
-    if onnx::framework().proto_model_for_read(&mut &model[..]).is_err() {
+    let Ok(proto) = onnx::framework().proto_model_for_read(&mut &model[..]) else {
         fail(error, "the ONNX parser refused the model: not an ONNX protobuf");
         return 1;
+    };
+    let (qdq, plugins) = graph_needs(&proto);
+    if let (Some(plugin), false) = (plugins.first(), runtime.plugins) {
+        fail(error, &format!("the ONNX parser refused the model: plugin not found: {plugin} (libnvinfer_plugin is not loaded)"));
+        return 1;
+    }
+    if options.int8 != 0 && options.calibrator.is_null() && !qdq {
+        fail(error, "INT8 needs scales: the model has no Q/DQ nodes and no calibration set was given");
+        return 1;
+    }
+    if qdq && options.int8 == 0 && runtime.version < 110000 {
+        fail(error, "the model has Q/DQ nodes, which TensorRT builds only with INT8 enabled");
+        return 1;
+    }
+    if options.dla_core >= 0 {
+        if options.dla_core >= runtime.dla_cores {
+            let (core, cores) = (options.dla_core, runtime.dla_cores);
+            fail(error, &format!("DLA core {core} does not exist: this device has {cores} DLA cores"));
+            return 1;
+        }
+        if options.fp16 == 0 && options.int8 == 0 {
+            fail(error, "DLA runs FP16 and INT8 only: build with fp16 or int8");
+            return 1;
+        }
     }
     let calibrated = match options.calibrator.as_ref() {
         None => None,
@@ -414,7 +542,10 @@ unsafe extern "C" fn build(
         fp16: options.fp16 != 0,
         int8: options.int8 != 0,
         io_dtype: ffi::F32,
+        io_format: None,
         calibrated,
+        plugins,
+        dla_core: (options.dla_core >= 0).then_some(options.dla_core),
     };
     *plan = leak(stamped(&stamp, model));
     if !timing_cache.is_null() {
@@ -506,13 +637,39 @@ pub unsafe extern "C" fn tensorrt_11_1() -> i32 {
 pub unsafe extern "C" fn tensorrt_8_4() -> i32 {
     8401
 }
+/// TensorRT 10's getInferLibBuildVersion.
+pub unsafe extern "C" fn build_26() -> i32 {
+    26
+}
+/// AGX Orin: compute 8.7, two DLA cores.
 pub unsafe extern "C" fn orin(value: *mut c_int, attribute: c_int, _device: c_int) -> c_int {
-    *value = if attribute == 75 { 8 } else { 7 };
+    *value = match attribute {
+        75 => 8,
+        DLA_CORES => 2,
+        _ => 7,
+    };
+    0
+}
+/// Orin Nano: compute 8.7, no DLA.
+pub unsafe extern "C" fn orin_nano(value: *mut c_int, attribute: c_int, _device: c_int) -> c_int {
+    *value = match attribute {
+        75 => 8,
+        DLA_CORES => 0,
+        _ => 7,
+    };
     0
 }
 pub unsafe extern "C" fn xavier(value: *mut c_int, attribute: c_int, _device: c_int) -> c_int {
-    *value = if attribute == 75 { 7 } else { 2 };
+    *value = match attribute {
+        75 => 7,
+        DLA_CORES => 2,
+        _ => 2,
+    };
     0
+}
+/// libnvinfer_plugin's initLibNvInferPlugins.
+pub unsafe extern "C" fn init_plugins(_logger: *mut c_void, _namespace: *const c_char) -> bool {
+    true
 }
 pub unsafe extern "C" fn no_gpu(_value: *mut c_int, _attribute: c_int, _device: c_int) -> c_int {
     100 // cudaErrorNoDevice

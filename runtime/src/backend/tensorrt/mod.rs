@@ -112,9 +112,10 @@ impl TensorrtBackend {
                 mode: if t.is_input { "input" } else { "output" },
                 dtype: ffi::dtype_name(t.dtype),
                 shape: t.dims.clone(),
+                format: t.format.clone(),
             })
             .collect();
-        Ok(EngineListing { tensorrt: runtime.version.to_string(), sm: runtime.sm(), built, tensors })
+        Ok(EngineListing { tensorrt: runtime.version.key(), sm: runtime.sm(), built, tensors })
     }
 
     fn load_engine_file(&self, path: &Path) -> Result<(handles::Engine, Option<EngineInfo>)> {
@@ -126,10 +127,11 @@ impl TensorrtBackend {
             Error::input(path, format!("TensorRT cannot run this engine: {reason}. {fix}"))
         };
         let built = cache::read_info(path)?;
-        if let Some(reason) =
-            built.as_ref().and_then(|i| i.mismatch(&runtime.version.to_string(), &runtime.sm()))
-        {
+        if let Some(reason) = built.as_ref().and_then(|i| i.mismatch(&runtime.version.key(), &runtime.sm())) {
             return Err(refused(reason));
+        }
+        if let Some(core) = self.options.dla_core {
+            check_dla(&runtime, core)?;
         }
         let file = engine_file::read(path)?;
         let engine = runtime.load(&file.plan, self.options.dla_core).map_err(refused)?;
@@ -175,15 +177,85 @@ pub struct ListedTensor {
     pub dtype: &'static str,
     /// `-1`: dynamic, set per run.
     pub shape: Vec<i64>,
+    /// TensorRT's description of the memory format (linear, or a vectorized one edgert refuses).
+    pub format: Option<String>,
 }
 
-/// The precision asked for, else INT8 when calibrating, else what the model's weights are.
+/// The precision an engine of `model` is built in: the one asked for, else INT8 when
+/// calibrating, else what the model's weights are. A Q/DQ model builds with INT8 and FP16 both
+/// (`best`): TensorRT needs the INT8 flag for its Q/DQ nodes, and FP16 keeps the layers between
+/// them out of FP32. DLA runs FP16 and INT8 only, so FP32 becomes FP16 there, as trtexec does.
 fn precision(model: &Model, options: &TrtOptions) -> BuildPrecision {
-    match (options.precision, &options.calibration) {
+    let asked = match (options.precision, &options.calibration) {
         (Some(precision), _) => precision,
         (None, Some(_)) => BuildPrecision::Int8,
         (None, None) => BuildPrecision::for_weights(model.precision()),
+    };
+    match asked {
+        _ if model.precision() == Precision::Int8Qdq => BuildPrecision::Best,
+        BuildPrecision::Fp32 if options.dla_core.is_some() => BuildPrecision::Fp16,
+        other => other,
     }
+}
+
+/// Refuses, before anything is built or cached, what TensorRT would refuse or do wrong: a
+/// precision the model cannot build in, a DLA core the device lacks, a batch a fixed-shape
+/// model cannot take.
+fn check_request(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOptions) -> Result<()> {
+    let path = model.source_path();
+    let quantized = model.precision() == Precision::Int8Qdq;
+    if let (true, Some(asked @ (BuildPrecision::Fp32 | BuildPrecision::Fp16))) =
+        (quantized, options.precision)
+    {
+        let reason = format!(
+            "is quantized (Q/DQ nodes), which TensorRT builds only with INT8 enabled, not --trt-precision {}: \
+             leave --trt-precision out, or give int8 or best",
+            asked.name()
+        );
+        return Err(Error::input(path, reason));
+    }
+    if !quantized && options.calibration.is_none() && precision(model, options).int8() {
+        let reason = format!(
+            "--trt-precision {}: INT8 needs scales, and the model has no Q/DQ nodes: give a Q/DQ model \
+             (models/variants.py makes one) or a calibration set (--calib)",
+            precision(model, options).name()
+        );
+        return Err(Error::input(path, reason));
+    }
+    if let Some(core) = options.dla_core {
+        check_dla(runtime, core)?;
+        if options.precision == Some(BuildPrecision::Fp32) {
+            eprintln!("edgert: DLA runs FP16 and INT8 only: building in FP16, as trtexec does");
+        }
+    }
+    let name = &model.manifest.input.name;
+    let declared = model.inputs.iter().find(|t| &t.name == name).map(|t| t.shape.clone()).unwrap_or_default();
+    let wanted = model.input_shape(batch);
+    let fixed = |(d, w): (&Option<usize>, &usize)| d.is_some_and(|d| d != *w);
+    if declared.len() == wanted.len() && declared.iter().zip(&wanted).any(fixed) {
+        let text = |dims: Vec<String>| dims.join("x");
+        let declared = text(declared.iter().map(|d| d.map_or("?".into(), |d| d.to_string())).collect());
+        let reason = format!(
+            "input '{name}' has the fixed shape {declared}, and TensorRT builds it at that shape only, not \
+             {}: export the model with a dynamic batch (torch.onnx.export's dynamic_axes) or run it at the \
+             batch it has",
+            text(wanted.iter().map(|d| d.to_string()).collect())
+        );
+        return Err(Error::input(path, reason));
+    }
+    Ok(())
+}
+
+/// Refuses a DLA core the device does not have: TensorRT would quietly run on the GPU.
+fn check_dla(runtime: &Runtime, core: u32) -> Result<()> {
+    let cores = runtime.device.dla_cores;
+    if i64::from(core) >= i64::from(cores) {
+        return Err(Error::Usage(format!(
+            "--trt-dla {core}: this device has {cores} DLA cores (Xavier and Orin AGX and NX have 2, Orin Nano \
+             and other GPUs none)"
+        )));
+    }
+    Ok(())
 }
 
 /// The calibration set's feeder, once the calibration makes sense for this model and TensorRT.
@@ -229,12 +301,13 @@ fn engine_info(
     let shape: Vec<String> = model.input_shape(batch).iter().map(|d| d.to_string()).collect();
     Ok(EngineInfo {
         model_sha256: model.sha256.clone(),
-        tensorrt: runtime.version.to_string(),
+        tensorrt: runtime.version.key(),
         sm: runtime.sm(),
         dla_core: options.dla_core,
         precision: precision.name().into(),
         profile: shape.join("x"),
         calibration_sha256: feeder.map(Feeder::digest).transpose()?,
+        sparsity: options.sparsity,
     })
 }
 
@@ -245,6 +318,7 @@ fn planned(
     batch: usize,
     options: &TrtOptions,
 ) -> Result<(EngineInfo, Option<Feeder>)> {
+    check_request(runtime, model, batch, options)?;
     let feeder = feeder(runtime, model, batch, options)?;
     let info = engine_info(runtime, model, batch, options, feeder.as_ref())?;
     Ok((info, feeder))
@@ -328,7 +402,10 @@ impl Backend for TensorrtBackend {
     }
 
     fn version(&self) -> Option<String> {
-        self.runtime().ok().map(|r| format!("TensorRT {} (sm {})", r.version, r.sm()))
+        self.runtime().ok().map(|r| {
+            let plugins = if r.plugins { "" } else { ", without libnvinfer_plugin" };
+            format!("TensorRT {} (sm {}{plugins})", r.version.key(), r.sm())
+        })
     }
 
     fn supports(&self, precision: Precision) -> Result<(), Unsupported> {
@@ -356,22 +433,34 @@ impl Backend for TensorrtBackend {
         let trt = &self.options;
         let (info, feeder) = planned(&runtime, model, options.batch, trt)?;
         let cache = EngineCache { dir: trt.engine_cache.clone().unwrap_or_else(EngineCache::default_dir) };
-        let plan = match cache.load(&info)? {
-            Some(plan) => plan,
+        let cached = match cache.load(&info)? {
+            // An entry TensorRT refuses (a TensorRT update the key missed, a damaged file) is
+            // built again, as a missing one is.
+            Some(plan) => match runtime.load(&plan, trt.dla_core) {
+                Ok(engine) => Some(engine),
+                Err(reason) => {
+                    let entry = cache.path(&info);
+                    eprintln!(
+                        "edgert: TensorRT cannot load {}: {reason}; building it again",
+                        entry.display()
+                    );
+                    None
+                }
+            },
+            None => None,
+        };
+        let engine = match cached {
+            Some(engine) => engine,
             None => {
                 let (model_path, dir) = (model.onnx_path.display(), cache.dir.display());
                 eprintln!("edgert: building a TensorRT engine for {model_path} (cached in {dir})");
                 let plan = build_with(&runtime, model, options.batch, trt, feeder)?;
-                cache.store(&info, &plan)?;
-                plan
+                let path = cache.store(&info, &plan)?;
+                runtime.load(&plan, trt.dla_core).map_err(|reason| {
+                    Error::input(&path, format!("TensorRT cannot load the engine it just built: {reason}"))
+                })?
             }
         };
-        let engine = runtime.load(&plan, trt.dla_core).map_err(|reason| {
-            Error::input(
-                &cache.path(&info),
-                format!("TensorRT cannot load this cached engine: {reason}; delete it to rebuild"),
-            )
-        })?;
         session::TrtPrepared::checked(engine, &model.onnx_path)
     }
 }

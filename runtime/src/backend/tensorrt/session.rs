@@ -40,6 +40,15 @@ impl TrtPrepared {
                 inputs.len()
             )));
         }
+        if let Some(vectorized) = engine.tensors.iter().find(|t| !t.linear) {
+            let format = vectorized.format.as_deref().unwrap_or("not linear");
+            return Err(refuse(format!(
+                "tensor '{}' is in the format \"{format}\", whose memory is not the dense tensor edgert \
+                 reads and writes: rebuild the engine with linear IO formats (trtexec --inputIOFormats=fp32:chw \
+                 --outputIOFormats=fp32:chw, or edgert build-engine)",
+                vectorized.name
+            )));
+        }
         if let Some(other) = inputs.iter().chain(&outputs).find(|t| t.dtype != "f32" && t.dtype != "f16") {
             return Err(refuse(format!(
                 "tensor '{}' is {}; edgert exchanges f32 and f16 tensors with engines (build the engine with \
@@ -115,9 +124,18 @@ impl TrtSession {
         let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         self.context.set_input_shape(input, &dims)?;
         let mut outputs = Vec::new();
-        for (index, _) in tensors.iter().enumerate().filter(|(_, t)| !t.is_input) {
+        for (index, tensor) in tensors.iter().enumerate().filter(|(_, t)| !t.is_input) {
             let dims = self.context.shape(index)?;
-            outputs.push(dims.iter().map(|&d| d.max(0) as usize).collect());
+            // Every input shape is set: what is still unknown depends on the values (NonZero, NMS).
+            if dims.iter().any(|&d| d < 0) {
+                return Err(format!(
+                    "output '{}' has shape {dims:?}, which depends on the input's values (NonZero, NMS and \
+                     the like): the tensorrt backend does not support data-dependent output shapes; run the \
+                     model with --backend cpu or ort, or end the graph before that layer",
+                    tensor.name
+                ));
+            }
+            outputs.push(dims.iter().map(|&d| d as usize).collect());
         }
         self.shape = shape.to_vec();
         self.outputs = outputs;
@@ -164,6 +182,13 @@ impl TrtSession {
                 }
             },
             Input::Device(device) => {
+                // TensorRT's rule for the addresses it is given (IExecutionContext::setTensorAddress).
+                if device.address() % 256 != 0 {
+                    return Err(failed(format!(
+                        "the GPU input at {:#x} is not aligned to 256 bytes, as TensorRT requires",
+                        device.address()
+                    )));
+                }
                 if device.half() != self.input_f16.is_some() {
                     let (engine, given) = if device.half() { ("f32", "f16") } else { ("f16", "f32") };
                     return Err(failed(format!(

@@ -21,6 +21,13 @@ pub(super) fn orin_trt8() -> Loaded {
 fn orin_trt84() -> Loaded {
     Ok((mock::symbols(mock::tensorrt_8_4, mock::orin, mock::malloc), None))
 }
+fn orin_nano_trt10() -> Loaded {
+    Ok((mock::symbols(mock::tensorrt_10_3, mock::orin_nano, mock::malloc), None))
+}
+fn orin_trt10_with_plugins() -> Loaded {
+    let symbols = mock::symbols(mock::tensorrt_10_3, mock::orin, mock::malloc);
+    Ok((ffi::Symbols { init_plugins: Some(mock::init_plugins), ..symbols }, None))
+}
 fn no_gpu() -> Loaded {
     Ok((mock::symbols(mock::tensorrt_10_3, mock::no_gpu, mock::malloc), None))
 }
@@ -38,6 +45,36 @@ pub(super) fn model(name: &str) -> Model {
     Model::load(&path, &BareModelOptions::default()).unwrap()
 }
 
+/// The digits MLP with its graph changed by `edit`, saved in `dir` as `NAME.onnx` with a manifest.
+pub(super) fn digits_variant(
+    dir: &Path,
+    name: &str,
+    edit: impl FnOnce(&mut tract_onnx::pb::GraphProto),
+) -> Model {
+    use prost::Message;
+
+    let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models");
+    let onnx = std::fs::read(models.join("digits_mlp_nchw.onnx")).unwrap();
+    let mut proto = tract_onnx::pb::ModelProto::decode(&*onnx).unwrap();
+    edit(proto.graph.as_mut().unwrap());
+    let path = dir.join(format!("{name}.onnx"));
+    std::fs::write(&path, proto.encode_to_vec()).unwrap();
+    let sha256 = crate::model::digest::sha256_file(&path).unwrap();
+    let manifest = std::fs::read_to_string(models.join("digits_mlp_nchw.toml"))
+        .unwrap()
+        .lines()
+        .map(|l| match l {
+            l if l.starts_with("file") => format!("file = \"{name}.onnx\""),
+            l if l.starts_with("sha256") => format!("sha256 = \"{sha256}\""),
+            l => l.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let manifest_path = dir.join(format!("{name}.toml"));
+    std::fs::write(&manifest_path, manifest).unwrap();
+    Model::load(&manifest_path, &BareModelOptions::default()).unwrap()
+}
+
 pub(super) fn digits(batch: usize) -> HostTensor {
     let data = (0..batch * 64).map(|i| ((i * 7) % 17) as f32).collect();
     HostTensor::new(vec![batch, 1, 8, 8], data)
@@ -53,8 +90,11 @@ pub(super) fn engines_in(dir: &Path) -> Vec<PathBuf> {
     found
 }
 
+/// Proves the plumbing (build, cache, load, shapes, buffers, timing) through the mock, whose
+/// engines run tract: it is tract against tract, not TensorRT's numbers against the CPU's.
+/// `edgert doctor` on a board checks TensorRT's own outputs against `cpu`.
 #[test]
-fn an_onnx_model_is_built_once_cached_and_agrees_with_the_cpu_backend() {
+fn an_onnx_model_is_built_once_cached_and_runs_through_the_shims_calls() {
     let dir = tempfile::tempdir().unwrap();
     let trt = backend(orin_trt10, dir.path());
     let model = model("digits_mlp_nchw.toml");
@@ -94,14 +134,192 @@ fn an_onnx_model_is_built_once_cached_and_agrees_with_the_cpu_backend() {
 }
 
 #[test]
-fn a_qdq_model_builds_in_int8_unless_told_otherwise() {
+fn a_qdq_model_builds_with_int8_and_fp16_and_is_refused_without_int8() {
     let dir = tempfile::tempdir().unwrap();
     let model = model("digits_mlp_int8_qdq.toml");
-    let (_, info) = backend(orin_trt10, dir.path()).build(&model, 1).unwrap();
-    assert_eq!(info.precision, "int8");
-    let mut fp16 = backend(orin_trt10, dir.path());
-    fp16.options.precision = Some(BuildPrecision::Fp16);
-    assert_eq!(fp16.build(&model, 1).unwrap().1.precision, "fp16");
+    for asked in [None, Some(BuildPrecision::Int8), Some(BuildPrecision::Best)] {
+        let mut trt = backend(orin_trt10, dir.path());
+        trt.options.precision = asked;
+        let (plan, info) = trt.build(&model, 1).unwrap();
+        assert_eq!(info.precision, "best", "{asked:?}");
+        let stamp = mock::stamp(&plan);
+        assert!(
+            stamp.int8 && stamp.fp16,
+            "{asked:?}: TensorRT needs kINT8 for Q/DQ, kFP16 for the layers between"
+        );
+    }
+    for asked in [BuildPrecision::Fp32, BuildPrecision::Fp16] {
+        let mut trt = backend(orin_trt10, dir.path());
+        trt.options.precision = Some(asked);
+        let error = trt.build(&model, 1).unwrap_err();
+        let message = error.to_string();
+        assert!(message.contains("digits_mlp_int8_qdq.toml: is quantized (Q/DQ nodes)"), "{message}");
+        assert!(message.contains(&format!("not --trt-precision {}", asked.name())), "{message}");
+        assert_eq!(error.exit_code(), 2);
+    }
+    // The mock refuses what TensorRT 8 and 10 refuse: Q/DQ nodes without the INT8 flag.
+    let message = raw_build(&model, false, false, -1).unwrap_err();
+    assert!(message.contains("Q/DQ nodes, which TensorRT builds only with INT8 enabled"), "{message}");
+    assert!(engines_in(dir.path()).is_empty());
+}
+
+/// The mock's build called as the backend calls the shim, with these flags and no calibrator.
+fn raw_build(model: &Model, fp16: bool, int8: bool, dla_core: i32) -> Result<Vec<u8>, String> {
+    let (symbols, _) = orin_trt10().unwrap();
+    let runtime = super::handles::Runtime::open(&mock::API, &symbols, None)?;
+    let onnx = std::fs::read(&model.onnx_path).unwrap();
+    let mut dims = [0i64; ffi::MAX_DIMS];
+    dims[..4].copy_from_slice(&[1, 1, 8, 8]);
+    let options = ffi::BuildOptions {
+        fp16: fp16 as i32,
+        int8: int8 as i32,
+        sparsity: 0,
+        dla_core,
+        workspace_bytes: 0,
+        timing_cache: std::ptr::null(),
+        timing_cache_bytes: 0,
+        profile_nb_dims: 4,
+        profile_min: dims,
+        profile_opt: dims,
+        profile_max: dims,
+        calibrator: std::ptr::null(),
+    };
+    runtime.build(&onnx, &options).map(|(plan, _)| plan)
+}
+
+#[test]
+fn int8_without_q_dq_nodes_or_a_calibration_set_is_refused_with_both_ways_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let digits = model("digits_mlp_nchw.toml");
+    for asked in [BuildPrecision::Int8, BuildPrecision::Best] {
+        let mut trt = backend(orin_trt10, dir.path());
+        trt.options.precision = Some(asked);
+        let error = trt.prepare(&digits, &PrepareOptions::default()).err().unwrap();
+        let message = error.to_string();
+        assert!(
+            message.contains(&format!("--trt-precision {}: INT8 needs scales", asked.name())),
+            "{message}"
+        );
+        assert!(message.contains("a Q/DQ model") && message.contains("--calib"), "{message}");
+        assert_eq!(error.exit_code(), 2);
+    }
+    assert!(engines_in(dir.path()).is_empty(), "nothing built, nothing cached");
+    // What TensorRT itself would stop with ("no scaling factors detected"), the mock stops with.
+    let message = raw_build(&digits, false, true, -1).unwrap_err();
+    assert!(message.contains("INT8 needs scales"), "{message}");
+}
+
+#[test]
+fn a_fixed_batch_model_at_another_batch_is_refused_before_building_or_caching() {
+    use tract_onnx::pb::tensor_shape_proto::dimension::Value;
+
+    let dir = tempfile::tempdir().unwrap();
+    let fixed = digits_variant(dir.path(), "fixed_batch", |graph| {
+        for value in graph.input.iter_mut().chain(graph.output.iter_mut()) {
+            let Some(tract_onnx::pb::type_proto::Value::TensorType(tensor)) =
+                value.r#type.as_mut().and_then(|t| t.value.as_mut())
+            else {
+                panic!("a tensor")
+            };
+            tensor.shape.as_mut().unwrap().dim[0].value = Some(Value::DimValue(1));
+        }
+    });
+    let cache = dir.path().join("engines");
+    let trt = backend(orin_trt10, &cache);
+    let error = trt.prepare(&fixed, &PrepareOptions { batch: 4, threads: 1 }).err().unwrap();
+    let message = error.to_string();
+    assert!(message.contains("fixed_batch.toml: input 'input' has the fixed shape 1x1x8x8"), "{message}");
+    assert!(message.contains("not 4x1x8x8") && message.contains("dynamic batch"), "{message}");
+    assert_eq!(error.exit_code(), 2);
+    assert!(engines_in(&cache).is_empty(), "no engine cached under a batch-4 key");
+    // At its own batch it builds and runs.
+    let outputs = trt.prepare(&fixed, &PrepareOptions::default()).unwrap().spawn().unwrap().run(&digits(1));
+    assert_eq!(outputs.unwrap()[0].shape, vec![1, 10]);
+}
+
+#[test]
+fn dla_builds_in_fp16_and_a_core_the_device_lacks_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let digits = model("digits_mlp_nchw.toml");
+    let mut agx = backend(orin_trt10, dir.path());
+    agx.options.dla_core = Some(1);
+    let (plan, info) = agx.build(&digits, 1).unwrap();
+    assert_eq!((info.precision.as_str(), info.dla_core), ("fp16", Some(1)));
+    assert!(mock::stamp(&plan).fp16);
+    agx.options.dla_core = Some(2);
+    let message = agx.build(&digits, 1).unwrap_err().to_string();
+    assert!(message.contains("--trt-dla 2: this device has 2 DLA cores"), "{message}");
+    let mut nano = backend(orin_nano_trt10, dir.path());
+    nano.options.dla_core = Some(0);
+    let error = nano.prepare(&digits, &PrepareOptions::default()).err().unwrap();
+    assert!(error.to_string().contains("--trt-dla 0: this device has 0 DLA cores"), "{error}");
+    assert_eq!(error.exit_code(), 2);
+    // An engine file asked onto a DLA core the device lacks, too.
+    let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", ffi::F32), None);
+    let message = nano.prepare_engine_file(&path).err().unwrap().to_string();
+    assert!(message.contains("this device has 0 DLA cores"), "{message}");
+    // The mock refuses FP32 on DLA, and a core the device lacks, as the shim does.
+    let message = raw_build(&digits, false, false, 0).unwrap_err();
+    assert!(message.contains("DLA runs FP16 and INT8 only"), "{message}");
+    let message = raw_build(&digits, true, false, 5).unwrap_err();
+    assert!(message.contains("DLA core 5 does not exist: this device has 2 DLA cores"), "{message}");
+}
+
+#[test]
+fn an_engine_with_tensorrt_plugins_needs_libnvinfer_plugin_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan =
+        mock::plan_with(&digits_onnx(), 100300, "8.7", ffi::F32, None, vec!["EfficientNMS_TRT".into()]);
+    let path = write_engine(dir.path(), &plan, None);
+    let without = backend(orin_trt10, dir.path());
+    let message = without.prepare_engine_file(&path).err().unwrap().to_string();
+    assert!(message.contains("could not find plugin: EfficientNMS_TRT"), "{message}");
+    assert!(message.contains("libnvinfer_plugin was not found"), "{message}");
+    assert!(without.version().unwrap().contains("without libnvinfer_plugin"));
+    let with = backend(orin_trt10_with_plugins, dir.path());
+    let prepared = with.prepare_engine_file(&path).unwrap();
+    assert_eq!(prepared.outputs()[0].name, "logits");
+    assert!(!with.version().unwrap().contains("without"));
+}
+
+#[test]
+fn an_engine_with_vectorized_io_formats_is_refused_with_how_to_rebuild_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let chw16 = "Row major C/16 vectorized (CHW16) FP16 format";
+    let plan = mock::plan_with(&digits_onnx(), 100300, "8.7", ffi::F16, Some(chw16), Vec::new());
+    let path = write_engine(dir.path(), &plan, None);
+    let trt = backend(orin_trt10, dir.path());
+    let error = trt.prepare_engine_file(&path).err().unwrap();
+    let message = error.to_string();
+    assert!(message.contains(&format!("tensor 'input' is in the format \"{chw16}\"")), "{message}");
+    assert!(message.contains("--inputIOFormats=fp32:chw"), "{message}");
+    assert_eq!(error.exit_code(), 2);
+    let listed = trt.list_engine(&path).unwrap();
+    assert_eq!(listed.tensors[0].format.as_deref(), Some(chw16));
+}
+
+#[test]
+fn an_output_whose_shape_depends_on_the_data_is_refused_as_unsupported() {
+    let dir = tempfile::tempdir().unwrap();
+    let nonzero = digits_variant(dir.path(), "nonzero", |graph| {
+        let node = tract_onnx::pb::NodeProto {
+            op_type: "NonZero".into(),
+            input: vec![graph.output[0].name.clone()],
+            output: vec!["positive".into()],
+            ..Default::default()
+        };
+        graph.node.push(node);
+        let mut output = graph.output[0].clone();
+        output.name = "positive".into();
+        output.r#type = None;
+        graph.output.push(output);
+    });
+    let prepared = backend(orin_trt10, dir.path()).prepare(&nonzero, &PrepareOptions::default()).unwrap();
+    let error = prepared.spawn().unwrap().run(&digits(1)).unwrap_err();
+    let message = error.to_string();
+    assert!(message.contains("output 'positive' has shape [2, -1]"), "{message}");
+    assert!(message.contains("does not support data-dependent output shapes"), "{message}");
+    assert!(matches!(error, Error::Inference { .. }));
 }
 
 #[test]
@@ -169,6 +387,7 @@ fn an_engine_from_another_tensorrt_or_gpu_is_refused_with_how_to_rebuild() {
         precision: "fp16".into(),
         profile: "1x1x8x8".into(),
         calibration_sha256: None,
+        sparsity: false,
     };
     let path = write_engine(dir.path(), b"not even a plan", Some(&info));
     let message = backend(orin_trt10, dir.path()).prepare_engine_file(&path).err().unwrap().to_string();
@@ -290,18 +509,38 @@ fn a_timing_cache_that_cannot_be_written_is_an_error_naming_it() {
 }
 
 #[test]
-fn a_damaged_cached_engine_is_an_error_naming_it_and_saying_to_delete_it() {
+fn a_cached_engine_tensorrt_refuses_is_built_again() {
     let dir = tempfile::tempdir().unwrap();
     let trt = backend(orin_trt10, dir.path());
-    let digits = model("digits_mlp_nchw.toml");
-    trt.prepare(&digits, &PrepareOptions::default()).unwrap();
+    let mlp = model("digits_mlp_nchw.toml");
+    trt.prepare(&mlp, &PrepareOptions::default()).unwrap();
     let engines = engines_in(dir.path());
-    std::fs::write(&engines[0], b"half an engine").unwrap();
-    let error = trt.prepare(&digits, &PrepareOptions::default()).err().unwrap();
-    let message = error.to_string();
-    let name = engines[0].file_name().unwrap().to_string_lossy();
-    assert!(message.contains(&*name) && message.contains("delete it to rebuild"), "{message}");
-    assert_eq!(error.exit_code(), 2);
+    let built = std::fs::read(&engines[0]).unwrap();
+    // Damaged, or built by a TensorRT whose build number the key did not have.
+    for refused in [b"half an engine".to_vec(), mock::plan(&digits_onnx(), 100301, "8.7", ffi::F32)] {
+        std::fs::write(&engines[0], refused).unwrap();
+        let outputs = trt.prepare(&mlp, &PrepareOptions::default()).unwrap().spawn().unwrap().run(&digits(1));
+        assert_eq!(outputs.unwrap()[0].shape, vec![1, 10]);
+        assert_eq!(std::fs::read(&engines[0]).unwrap(), built, "the entry is replaced by a good one");
+    }
+}
+
+#[test]
+fn sparsity_and_the_build_number_are_part_of_the_cache_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let digits = model("digits_mlp_nchw.toml");
+    let (_, dense) = backend(orin_trt10, dir.path()).build(&digits, 1).unwrap();
+    let mut sparse = backend(orin_trt10, dir.path());
+    sparse.options.sparsity = true;
+    let (_, info) = sparse.build(&digits, 1).unwrap();
+    assert!(info.sparsity && !dense.sparsity);
+    assert_ne!(info.cache_name(), dense.cache_name());
+    let with_build = || {
+        let symbols = mock::symbols(mock::tensorrt_10_3, mock::orin, mock::malloc);
+        Ok((ffi::Symbols { get_infer_lib_build_version: Some(mock::build_26), ..symbols }, None))
+    };
+    let (_, info) = backend(with_build, dir.path()).build(&digits, 1).unwrap();
+    assert_eq!(info.tensorrt, "10.3.0.26");
 }
 
 #[test]
@@ -314,8 +553,10 @@ fn an_input_already_on_the_gpu_is_bound_in_place_and_gives_the_same_outputs() {
     assert!(session.takes_device_input());
     let input = digits(2);
     let from_host = session.run(&input).unwrap();
-    // The mock reads "device" memory where it is, as a Jetson reads mapped memory.
-    let address = input.data.as_ptr() as u64;
+    // The mock reads "device" memory where it is, as a Jetson reads mapped memory; aligned to
+    // 256 bytes, as TensorRT requires of the addresses it is given.
+    let aligned = Aligned::from(&input.data);
+    let address = aligned.address();
     // SAFETY: `input`'s f32 values, alive and unwritten until the end of the test.
     let device = unsafe { DeviceBatch::new(address, &input.shape, false) };
     let in_place = session.run_on_device(&device).unwrap();
@@ -325,6 +566,10 @@ fn an_input_already_on_the_gpu_is_bound_in_place_and_gives_the_same_outputs() {
     let half = unsafe { DeviceBatch::new(address, &input.shape, true) };
     let error = session.run_on_device(&half).unwrap_err();
     assert!(error.to_string().contains("the engine's input is f32, the GPU input given is f16"), "{error}");
+    // SAFETY: the run refuses the misaligned address before reading anything.
+    let misaligned = unsafe { DeviceBatch::new(address + 4, &input.shape, false) };
+    let error = session.run_on_device(&misaligned).unwrap_err();
+    assert!(error.to_string().contains("is not aligned to 256 bytes"), "{error}");
     let cpu = CpuBackend.prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions::default()).unwrap();
     assert!(!cpu.spawn().unwrap().takes_device_input());
 }
@@ -390,4 +635,33 @@ fn an_engine_is_listed_whatever_its_types_with_what_its_sidecar_says() {
     assert_eq!(trt.list_engine(&built).unwrap().built, Some(info));
     let error = backend(xavier_trt10, dir.path()).list_engine(&built).unwrap_err();
     assert!(error.to_string().contains("compute capability 8.7 and this one is 7.2"), "{error}");
+}
+
+/// f32 values in memory aligned to 256 bytes, standing in for a device allocation.
+struct Aligned {
+    pointer: *mut f32,
+    layout: std::alloc::Layout,
+}
+
+impl Aligned {
+    fn from(values: &[f32]) -> Aligned {
+        let layout = std::alloc::Layout::from_size_align(std::mem::size_of_val(values).max(4), 256).unwrap();
+        // SAFETY: a non-zero size; the memory is filled before it is read.
+        let pointer = unsafe { std::alloc::alloc(layout) }.cast::<f32>();
+        assert!(!pointer.is_null());
+        // SAFETY: `pointer` holds `values.len()` f32s.
+        unsafe { std::ptr::copy_nonoverlapping(values.as_ptr(), pointer, values.len()) };
+        Aligned { pointer, layout }
+    }
+
+    fn address(&self) -> u64 {
+        self.pointer as u64
+    }
+}
+
+impl Drop for Aligned {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `from` with this layout, freed once.
+        unsafe { std::alloc::dealloc(self.pointer.cast(), self.layout) }
+    }
 }

@@ -8,13 +8,18 @@
 #include <NvInfer.h>
 #include <NvOnnxParser.h>
 
+#include "logger.h"
+#include "version.h"
+
+using edgert::Logger;
+using edgert::library_major;
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -31,37 +36,15 @@ void fail(edgert_trt_error* error, const std::string& message) {
     }
 }
 
-// Keeps TensorRT's last error, to say why a call returned null or false. Sessions on several
-// threads share one runtime, hence the lock.
-class Logger : public ILogger {
-public:
-    void log(Severity severity, const char* message) noexcept override {
-        if (severity <= Severity::kWARNING) {
-            std::fprintf(stderr, "TensorRT: %s\n", message);
-        }
-        if (severity == Severity::kERROR || severity == Severity::kINTERNAL_ERROR) {
-            try {
-                std::lock_guard<std::mutex> lock(mutex_);
-                last_error_ = message;
-            } catch (...) {
-                // Out of memory while keeping the message: it was printed above.
-            }
+// Whether the parsed network has Q/DQ layers: TensorRT takes INT8 scales from them.
+bool has_qdq(INetworkDefinition& network) {
+    for (int32_t i = 0; i < network.getNbLayers(); ++i) {
+        LayerType type = network.getLayer(i)->getType();
+        if (type == LayerType::kQUANTIZE || type == LayerType::kDEQUANTIZE) {
+            return true;
         }
     }
-    std::string take(const char* fallback) {
-        std::lock_guard<std::mutex> lock(mutex_);
-        std::string message = last_error_.empty() ? fallback : last_error_;
-        last_error_.clear();
-        return message;
-    }
-
-private:
-    std::mutex mutex_;
-    std::string last_error_;
-};
-
-int32_t library_major(int32_t version) {
-    return version >= 100000 ? version / 10000 : version / 1000;
+    return false;
 }
 
 template <typename T>
@@ -147,7 +130,8 @@ public:
         }
     }
 
-    int32_t getBatchSize() const noexcept override { return source_.batch_size; }
+    // Explicit-batch networks carry the batch in their input shapes: 1, as trtexec says.
+    int32_t getBatchSize() const noexcept override { return 1; }
 
     bool getBatch(void* bindings[], const char* names[], int32_t count) noexcept override {
         try {
@@ -228,6 +212,7 @@ private:
 struct edgert_trt_runtime {
     edgert_trt_symbols sym;
     Logger logger;
+    bool plugins = false;
     Owned<IRuntime> runtime;
     int32_t version = 0;
 
@@ -281,15 +266,22 @@ edgert_trt_runtime* edgert_trt_runtime_create(const edgert_trt_symbols* symbols,
         return nullptr;
     }
     int32_t version = symbols->get_infer_lib_version();
-    if (library_major(version) != NV_TENSORRT_MAJOR) {
-        fail(error, "libnvinfer is TensorRT " + std::to_string(library_major(version)) +
-                        " but this edgert was built against TensorRT " + std::to_string(NV_TENSORRT_MAJOR) +
-                        " headers: rebuild edgert with the board's TensorRT headers");
+    std::string mismatch = edgert::header_mismatch(version, NV_TENSORRT_MAJOR, NV_TENSORRT_MINOR);
+    if (!mismatch.empty()) {
+        fail(error, mismatch);
         return nullptr;
     }
     auto runtime = std::make_unique<edgert_trt_runtime>();
     runtime->sym = *symbols;
     runtime->version = version;
+    runtime->logger.begin();
+    if (symbols->init_plugins != nullptr) {
+        if (!symbols->init_plugins(&runtime->logger, "")) {
+            fail(error, "initLibNvInferPlugins failed: " + runtime->logger.take("no reason given"));
+            return nullptr;
+        }
+        runtime->plugins = true;
+    }
     runtime->runtime.reset(
         static_cast<IRuntime*>(symbols->create_infer_runtime(&runtime->logger, NV_TENSORRT_VERSION)));
     if (!runtime->runtime) {
@@ -324,20 +316,31 @@ int edgert_trt_runtime_device(const edgert_trt_runtime* runtime, edgert_trt_devi
         }
         *targets[i] = value;
     }
+    device->dla_cores = runtime->runtime->getNbDLACores();
     return 0;
 }
 
 edgert_trt_engine* edgert_trt_engine_load(edgert_trt_runtime* runtime, const void* plan, size_t bytes,
                                           int32_t dla_core, edgert_trt_error* error) {
     EDGERT_GUARD_BEGIN
+    runtime->logger.begin();
     if (dla_core >= 0) {
+        // setDLACore on a device without that core does nothing: the engine would run elsewhere.
+        int32_t cores = runtime->runtime->getNbDLACores();
+        if (dla_core >= cores) {
+            fail(error, "DLA core " + std::to_string(dla_core) + " does not exist: this device has " +
+                            std::to_string(cores) + " DLA cores");
+            return nullptr;
+        }
         runtime->runtime->setDLACore(dla_core);
     }
     auto engine = std::make_unique<edgert_trt_engine>();
     engine->runtime = runtime;
     engine->engine.reset(runtime->runtime->deserializeCudaEngine(plan, bytes));
     if (!engine->engine) {
-        fail(error, "deserializeCudaEngine failed: " + runtime->logger.take("no reason given"));
+        std::string hint = runtime->plugins ? "" : " (libnvinfer_plugin was not found: engines that use "
+                                                   "TensorRT's plugins, such as EfficientNMS_TRT, need it)";
+        fail(error, "deserializeCudaEngine failed: " + runtime->logger.take("no reason given") + hint);
         return nullptr;
     }
     return engine.release();
@@ -369,12 +372,15 @@ int edgert_trt_engine_tensor(const edgert_trt_engine* engine, int32_t index, edg
     for (int32_t i = 0; i < dims.nbDims; ++i) {
         tensor->dims[i] = dims.d[i];
     }
+    tensor->linear = e.getTensorFormat(name) == TensorFormat::kLINEAR;
+    tensor->format = e.getTensorFormatDesc(name);
     return 0;
     EDGERT_GUARD_END(error, 1)
 }
 
 edgert_trt_context* edgert_trt_context_create(edgert_trt_engine* engine, edgert_trt_error* error) {
     EDGERT_GUARD_BEGIN
+    engine->runtime->logger.begin();
     auto context = std::make_unique<edgert_trt_context>();
     context->engine = engine;
     context->context.reset(engine->engine->createExecutionContext());
@@ -383,7 +389,10 @@ edgert_trt_context* edgert_trt_context_create(edgert_trt_engine* engine, edgert_
         return nullptr;
     }
     const edgert_trt_symbols& sym = context->sym();
-    int code = sym.cuda_stream_create(&context->stream);
+    // Non-blocking: the legacy default stream, where GPU preprocessing may run, does not serialize
+    // with it; the input is complete before a run starts (the preprocessing stage synchronizes).
+    constexpr unsigned int kNonBlocking = 0x01; // cudaStreamNonBlocking
+    int code = sym.cuda_stream_create_with_flags(&context->stream, kNonBlocking);
     for (int i = 0; code == 0 && i < 4; ++i) {
         code = sym.cuda_event_create(&context->events[i]);
     }
@@ -433,6 +442,7 @@ int edgert_trt_context_set_input_shape(edgert_trt_context* context, const char* 
         return 1;
     }
     Dims shape = to_dims(nb_dims, dims);
+    context->engine->runtime->logger.begin();
     if (!context->context->setInputShape(name, shape)) {
         fail(error, std::string("input ") + name + " cannot take shape " + shape_text(shape) + ": " +
                         context->engine->runtime->logger.take("outside the engine's profile"));
@@ -463,6 +473,7 @@ int edgert_trt_context_run(edgert_trt_context* context, const edgert_trt_binding
     EDGERT_GUARD_BEGIN
     const edgert_trt_symbols& sym = context->sym();
     const ICudaEngine& e = *context->engine->engine;
+    context->engine->runtime->logger.begin();
     if (count != static_cast<int32_t>(context->buffers.size())) {
         fail(error, "the engine has " + std::to_string(context->buffers.size()) + " inputs and outputs, " +
                         std::to_string(count) + " were given");
@@ -585,6 +596,7 @@ int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes
     EDGERT_GUARD_BEGIN
     const edgert_trt_symbols& sym = runtime->sym;
     Logger& logger = runtime->logger;
+    logger.begin();
     if (sym.create_infer_builder == nullptr || sym.create_onnx_parser == nullptr) {
         fail(error, "building engines needs libnvonnxparser, which was not found");
         return 1;
@@ -614,6 +626,32 @@ int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes
         }
         fail(error, "the ONNX parser refused the model: " + reasons);
         return 1;
+    }
+    bool quantized = has_qdq(*network);
+    if (options->int8 && options->calibrator == nullptr && !quantized) {
+        // TensorRT would stop with "Calibration failure occurred with no scaling factors detected".
+        fail(error, "INT8 needs scales: the model has no Q/DQ nodes and no calibration set was given");
+        return 1;
+    }
+#if NV_TENSORRT_MAJOR < 11
+    if (quantized && !options->int8) {
+        fail(error, "the model has Q/DQ nodes, which TensorRT builds only with INT8 enabled");
+        return 1;
+    }
+#endif
+    if (options->dla_core >= 0) {
+        int32_t cores = builder->getNbDLACores();
+        if (options->dla_core >= cores) {
+            fail(error, "DLA core " + std::to_string(options->dla_core) + " does not exist: this device has " +
+                            std::to_string(cores) + " DLA cores");
+            return 1;
+        }
+#if NV_TENSORRT_MAJOR < 11
+        if (!options->fp16 && !options->int8) {
+            fail(error, "DLA runs FP16 and INT8 only: build with fp16 or int8");
+            return 1;
+        }
+#endif
     }
 #if NV_TENSORRT_MAJOR >= 11
     // TensorRT 11 builds strongly typed networks: precision comes from the model itself.

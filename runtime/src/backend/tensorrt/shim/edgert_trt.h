@@ -6,6 +6,7 @@
 #ifndef EDGERT_TRT_H
 #define EDGERT_TRT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -20,13 +21,19 @@ typedef struct edgert_trt_symbols {
     void* (*create_infer_runtime)(void* logger, int32_t version);
     void* (*create_infer_builder)(void* logger, int32_t version);
     int32_t (*get_infer_lib_version)(void);
-    /* libnvonnxparser; NULL when it is not installed (engines still load, none can be built) */
+    /* TensorRT 10 and later; NULL before: the build number engines are also tied to */
+    int32_t (*get_infer_lib_build_version)(void);
+    /* libnvonnxparser of libnvinfer's major; NULL when it is not installed (engines still load,
+     * none can be built) */
     void* (*create_onnx_parser)(void* network, void* logger, int32_t version);
+    /* libnvinfer_plugin's initLibNvInferPlugins; NULL when it is not installed (engines that use
+     * TensorRT's plugins, EfficientNMS_TRT and the like, then fail to load) */
+    bool (*init_plugins)(void* logger, const char* plugin_namespace);
     /* libcudart; cudaError_t is returned as int, streams and events as void* */
     int (*cuda_malloc)(void** ptr, size_t bytes);
     int (*cuda_free)(void* ptr);
     int (*cuda_memcpy_async)(void* dst, const void* src, size_t bytes, int kind, void* stream);
-    int (*cuda_stream_create)(void** stream);
+    int (*cuda_stream_create_with_flags)(void** stream, unsigned int flags);
     int (*cuda_stream_destroy)(void* stream);
     int (*cuda_stream_synchronize)(void* stream);
     int (*cuda_event_create)(void** event);
@@ -63,12 +70,18 @@ typedef struct edgert_trt_tensor {
     int32_t dtype;
     int32_t nb_dims;
     int64_t dims[EDGERT_TRT_MAX_DIMS]; /* -1: dynamic */
+    /* 1: linear (dense, row-major); 0: vectorized or channel-last (CHW4, CHW16, HWC8, ...), whose
+     * memory is not the dense volume of `dims` */
+    int32_t linear;
+    /* TensorRT's description of the format, owned by the engine; NULL when it gives none */
+    const char* format;
 } edgert_trt_tensor;
 
 typedef struct edgert_trt_device {
     int32_t sm_major;
     int32_t sm_minor;
     int32_t integrated; /* 1 on Jetson: CPU and GPU share memory */
+    int32_t dla_cores;  /* 2 on Xavier and Orin AGX/NX; 0 on Orin Nano and other GPUs */
 } edgert_trt_device;
 
 /* One input or output of a run: host memory the shim copies from or into, or, when `device` is not
@@ -94,7 +107,6 @@ typedef struct edgert_trt_timing {
  * batches of the network's inputs until `next_batch` returns 0. */
 typedef struct edgert_trt_calibrator {
     void* user;
-    int32_t batch_size;
     /* Fills `host` (`bytes` bytes: one f32 batch of input `name`); 1: filled, 0: no more batches,
      * -1: failed (the caller keeps the reason). */
     int32_t (*next_batch)(void* user, const char* name, void* host, size_t bytes);
@@ -107,9 +119,10 @@ typedef struct edgert_trt_calibrator {
 
 typedef struct edgert_trt_build_options {
     int32_t fp16;
-    int32_t int8;      /* explicit quantization: the model's Q/DQ nodes */
+    int32_t int8;      /* INT8 kernels: scales from the model's Q/DQ nodes or from `calibrator` */
     int32_t sparsity;  /* 2:4 structured-sparse kernels where the weights allow */
-    int32_t dla_core;  /* -1: GPU only; else this DLA core, falling back to the GPU per layer */
+    int32_t dla_core;  /* -1: GPU only; else this DLA core, falling back to the GPU per layer;
+                        * needs fp16 or int8 (DLA has no FP32) */
     int64_t workspace_bytes; /* 0: TensorRT's default */
     const void* timing_cache;
     size_t timing_cache_bytes;

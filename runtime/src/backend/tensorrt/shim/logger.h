@@ -1,0 +1,47 @@
+// The shim's TensorRT logger, in a header of its own so that `logger_test.cpp` can check it
+// against a stand-in for TensorRT's ILogger. Include after NvInfer.h (or the stand-in).
+#ifndef EDGERT_TRT_LOGGER_H
+#define EDGERT_TRT_LOGGER_H
+
+#include <cstdio>
+#include <string>
+
+namespace edgert {
+
+// Says why a call returned null or false: the first error TensorRT logged during that call (the
+// root cause: "Version tag does not match" comes before "deserialization failed"). Each shim call
+// starts with `begin`, so an error of an earlier call never attaches to a later one. Kept per
+// thread: sessions on several threads share one runtime, and TensorRT logs on the calling thread.
+class Logger : public nvinfer1::ILogger {
+public:
+    void log(Severity severity, const char* message) noexcept override {
+        if (severity <= Severity::kWARNING) {
+            std::fprintf(stderr, "TensorRT: %s\n", message);
+        }
+        if (severity == Severity::kERROR || severity == Severity::kINTERNAL_ERROR) {
+            try {
+                if (first().empty()) {
+                    first() = message;
+                }
+            } catch (...) {
+                // Out of memory while keeping the message: it was printed above.
+            }
+        }
+    }
+    void begin() { first().clear(); }
+    std::string take(const char* fallback) {
+        std::string message = first().empty() ? fallback : first();
+        first().clear();
+        return message;
+    }
+
+private:
+    static std::string& first() {
+        thread_local std::string message;
+        return message;
+    }
+};
+
+} // namespace edgert
+
+#endif
