@@ -32,7 +32,7 @@ fn tensorrt_shim() {
     println!("cargo:rerun-if-changed={shim}");
     // The structs' layout as C sees it, for the test that `ffi.rs` mirrors the header.
     cc::Build::new().file(format!("{shim}/layout.c")).compile("edgert_trt_layout");
-    // The parts of the shim that need no TensorRT (its logger, its version rule), for the test in
+    // The parts of the shim that need no TensorRT (logger, version rule, calibrator), for the test in
     // `ffi.rs`. Needs the target's C++ compiler: required for a native build; a cross build
     // without one (CI type-checks for aarch64 with a C cross compiler only) leaves them out.
     let native = std::env::var("TARGET").ok() == std::env::var("HOST").ok();

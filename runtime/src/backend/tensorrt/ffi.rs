@@ -367,11 +367,13 @@ mod tests {
 
     /// The parts of the shim that need no TensorRT: its logger reports the first error of the
     /// failing call, never one left from an earlier call or another thread; a library older than
-    /// the headers, or of another major, is refused with the fix (`shim/shim_check.cpp` numbers
-    /// each check; 0: all passed).
+    /// the headers, or of another major, is refused with the fix; the INT8 calibrator tells the
+    /// builder a batch size of 1 (explicit batch), feeds the caller's batches to the device and
+    /// stops, failed and with a reason, on the caller's failure, an unknown input or a failed
+    /// cudaMalloc (`shim/shim_check.cpp` numbers each check; 0: all passed).
     #[cfg(edgert_trt_shim_check)]
     #[test]
-    fn the_shims_logger_and_version_rule_hold() {
+    fn the_shims_logger_version_rule_and_calibrator_hold() {
         extern "C" {
             fn edgert_trt_shim_check() -> c_int;
         }
