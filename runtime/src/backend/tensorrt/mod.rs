@@ -251,8 +251,8 @@ fn check_dla(runtime: &Runtime, core: u32) -> Result<()> {
     let cores = runtime.device.dla_cores;
     if i64::from(core) >= i64::from(cores) {
         return Err(Error::Usage(format!(
-            "--trt-dla {core}: this device has {cores} DLA cores (Xavier and Orin AGX and NX have 2, Orin Nano \
-             and other GPUs none)"
+            "--trt-dla {core}: this device has {cores} DLA cores (Xavier and Orin AGX or NX have 1 or 2, Orin \
+             Nano and other GPUs none)"
         )));
     }
     Ok(())

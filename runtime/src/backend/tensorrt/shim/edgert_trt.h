@@ -81,7 +81,7 @@ typedef struct edgert_trt_device {
     int32_t sm_major;
     int32_t sm_minor;
     int32_t integrated; /* 1 on Jetson: CPU and GPU share memory */
-    int32_t dla_cores;  /* 2 on Xavier and Orin AGX/NX; 0 on Orin Nano and other GPUs */
+    int32_t dla_cores;  /* 1 or 2 on Xavier and Orin AGX/NX; 0 on Orin Nano and other GPUs */
 } edgert_trt_device;
 
 /* One input or output of a run: host memory the shim copies from or into, or, when `device` is not
