@@ -3,6 +3,8 @@
 
 #[cfg(feature = "ort")]
 use super::ort::LibraryError;
+#[cfg(feature = "tensorrt")]
+use super::tensorrt::TrtError;
 
 /// Why a backend compiled into this binary cannot run on this machine.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -18,9 +20,10 @@ pub enum Unavailable {
     /// The GPU, its driver or tract's CUDA runtime (cuBLAS, cuDNN, ...): their own words.
     #[error("{0}")]
     Cuda(String),
-    /// TensorRT's libraries, the shim or the device: their own words.
-    #[error("{0}")]
-    Tensorrt(String),
+    /// TensorRT's libraries, the shim or the device.
+    #[cfg(feature = "tensorrt")]
+    #[error(transparent)]
+    Tensorrt(#[from] TrtError),
 }
 
 /// A weight precision a backend has no kernels for.

@@ -4,6 +4,7 @@
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
+use super::error::TrtError;
 use super::ffi::{self, Api, ErrorBuf};
 use super::library::Libraries;
 use super::version::TrtVersion;
@@ -28,12 +29,12 @@ impl Runtime {
         api: &'static Api,
         symbols: &ffi::Symbols,
         libraries: Option<Arc<Libraries>>,
-    ) -> Result<Runtime, String> {
+    ) -> Result<Runtime, TrtError> {
         let mut error = ErrorBuf::new();
         // SAFETY: `symbols` outlives the call and the shim copies it.
         let raw = unsafe { (api.runtime_create)(symbols, &mut error) };
         if raw.is_null() {
-            return Err(error.text());
+            return Err(TrtError::Call(error.text()));
         }
         // From here on `Drop` frees `raw`, also when the checks below fail.
         let mut runtime = Runtime {
@@ -50,14 +51,11 @@ impl Runtime {
             _libraries: libraries,
         };
         if !runtime.version.is_supported() {
-            return Err(format!(
-                "TensorRT {} is too old: edgert needs 8.5 or later (JetPack 5.1), for enqueueV3 and setInputShape",
-                runtime.version
-            ));
+            return Err(TrtError::TooOld { version: runtime.version.to_string() });
         }
         // SAFETY: `raw` is live; the shim writes one `Device` and at most an `ErrorBuf`.
         if unsafe { (api.runtime_device)(raw, &mut runtime.device, &mut error) } != 0 {
-            return Err(error.text());
+            return Err(TrtError::Call(error.text()));
         }
         Ok(runtime)
     }
@@ -67,7 +65,7 @@ impl Runtime {
         format!("{}.{}", self.device.sm_major, self.device.sm_minor)
     }
 
-    pub fn load(self: &Arc<Self>, plan: &[u8], dla_core: Option<u32>) -> Result<Engine, String> {
+    pub fn load(self: &Arc<Self>, plan: &[u8], dla_core: Option<u32>) -> Result<Engine, TrtError> {
         let mut error = ErrorBuf::new();
         let dla = dla_core.map_or(-1, |c| c as i32);
         // SAFETY: the runtime is live and `plan` is `plan.len()` readable bytes for the call; the
@@ -75,7 +73,7 @@ impl Runtime {
         let raw =
             unsafe { (self.api.engine_load)(self.raw, plan.as_ptr().cast(), plan.len(), dla, &mut error) };
         if raw.is_null() {
-            return Err(error.text());
+            return Err(TrtError::Call(error.text()));
         }
         let mut engine = Engine { runtime: Arc::clone(self), raw, tensors: Vec::new() };
         // SAFETY: `raw` is the live engine just loaded (`engine` frees it from here on).
@@ -84,12 +82,12 @@ impl Runtime {
             let mut tensor = ffi::Tensor::empty();
             // SAFETY: `index` is below the engine's count; the shim fills one `Tensor`.
             if unsafe { (self.api.engine_tensor)(raw, index, &mut tensor, &mut error) } != 0 {
-                return Err(error.text());
+                return Err(TrtError::Call(error.text()));
             }
             // SAFETY: the shim set `name` to the engine's NUL-terminated name, alive with the engine.
             let name = unsafe { tensor.name() };
             engine.tensors.push(EngineTensor {
-                c_name: CString::new(name.clone()).map_err(|_| format!("tensor name {name:?} has a NUL"))?,
+                c_name: CString::new(name.clone()).map_err(|_| TrtError::TensorName(name.clone()))?,
                 name,
                 is_input: tensor.is_input != 0,
                 dtype: tensor.dtype,
@@ -103,7 +101,7 @@ impl Runtime {
     }
 
     /// A serialized engine built from ONNX bytes, and the updated timing cache.
-    pub fn build(&self, onnx: &[u8], options: &ffi::BuildOptions) -> Result<(Vec<u8>, Vec<u8>), String> {
+    pub fn build(&self, onnx: &[u8], options: &ffi::BuildOptions) -> Result<(Vec<u8>, Vec<u8>), TrtError> {
         let mut error = ErrorBuf::new();
         let (mut plan, mut timing_cache) = (ffi::Blob::empty(), ffi::Blob::empty());
         // SAFETY: the runtime is live, `onnx` and `options` are readable for the call, and the shim
@@ -132,7 +130,7 @@ impl Runtime {
         };
         let (plan, timing_cache) = (take(&mut plan), take(&mut timing_cache));
         if status != 0 {
-            return Err(error.text());
+            return Err(TrtError::Call(error.text()));
         }
         Ok((plan, timing_cache))
     }
@@ -171,12 +169,12 @@ unsafe impl Send for Engine {}
 unsafe impl Sync for Engine {}
 
 impl Engine {
-    pub fn context(self: &Arc<Self>) -> Result<Context, String> {
+    pub fn context(self: &Arc<Self>) -> Result<Context, TrtError> {
         let mut error = ErrorBuf::new();
         // SAFETY: the engine is live (and kept so by the context's `Arc`).
         let raw = unsafe { (self.runtime.api.context_create)(self.raw, &mut error) };
         if raw.is_null() {
-            return Err(error.text());
+            return Err(TrtError::Call(error.text()));
         }
         Ok(Context { engine: Arc::clone(self), raw })
     }
@@ -213,7 +211,7 @@ impl Context {
         &self.engine
     }
 
-    pub fn set_input_shape(&mut self, tensor: usize, dims: &[i64]) -> Result<(), String> {
+    pub fn set_input_shape(&mut self, tensor: usize, dims: &[i64]) -> Result<(), TrtError> {
         let mut error = ErrorBuf::new();
         let name = &self.engine.tensors[tensor].c_name;
         let api = self.engine.runtime.api;
@@ -229,13 +227,13 @@ impl Context {
             )
         } != 0
         {
-            return Err(error.text());
+            return Err(TrtError::Call(error.text()));
         }
         Ok(())
     }
 
     /// The shape of tensor `tensor` now that the input shapes are set.
-    pub fn shape(&mut self, tensor: usize) -> Result<Vec<i64>, String> {
+    pub fn shape(&mut self, tensor: usize) -> Result<Vec<i64>, TrtError> {
         let mut error = ErrorBuf::new();
         let (mut nb_dims, mut dims) = (0i32, [0i64; ffi::MAX_DIMS]);
         let name = &self.engine.tensors[tensor].c_name;
@@ -245,7 +243,7 @@ impl Context {
             (api.context_tensor_shape)(self.raw, name.as_ptr(), &mut nb_dims, dims.as_mut_ptr(), &mut error)
         } != 0
         {
-            return Err(error.text());
+            return Err(TrtError::Call(error.text()));
         }
         Ok(dims[..nb_dims.clamp(0, ffi::MAX_DIMS as i32) as usize].to_vec())
     }
@@ -255,7 +253,7 @@ impl Context {
     /// # Safety
     /// Each `Buffer::Device` must point to that many bytes of memory the GPU can read (an input)
     /// or write (an output), allocated until this call returns.
-    pub unsafe fn run(&mut self, buffers: &mut [Buffer]) -> Result<ffi::Timing, String> {
+    pub unsafe fn run(&mut self, buffers: &mut [Buffer]) -> Result<ffi::Timing, TrtError> {
         let tensors = &self.engine.tensors;
         let bindings: Vec<ffi::Binding> = tensors
             .iter()
@@ -280,7 +278,7 @@ impl Context {
             (api.context_run)(self.raw, bindings.as_ptr(), bindings.len() as i32, &mut timing, &mut error)
         } != 0
         {
-            return Err(error.text());
+            return Err(TrtError::Call(error.text()));
         }
         Ok(timing)
     }

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use libloading::Library;
 
+use super::error::TrtError;
 use super::ffi::Symbols;
 
 const NVINFER: &[&str] = &["libnvinfer.so.10", "libnvinfer.so.8", "libnvinfer.so.11", "libnvinfer.so"];
@@ -58,12 +59,12 @@ fn folders() -> Vec<PathBuf> {
     dirs
 }
 
-fn open(names: &[&str], what: &str, fix: &str) -> Result<Library, String> {
+fn open(names: &[&str], what: &str, fix: &'static str) -> Result<Library, TrtError> {
     open_from(names, &folders(), what, fix)
 }
 
 /// The first of `names` the dynamic loader finds, else the first found in `dirs`.
-fn open_from(names: &[&str], dirs: &[PathBuf], what: &str, fix: &str) -> Result<Library, String> {
+fn open_from(names: &[&str], dirs: &[PathBuf], what: &str, fix: &'static str) -> Result<Library, TrtError> {
     for name in names {
         // SAFETY: loading runs the library's initialisers; these are NVIDIA's own libraries.
         if let Ok(library) = unsafe { Library::new(*name) } {
@@ -78,26 +79,22 @@ fn open_from(names: &[&str], dirs: &[PathBuf], what: &str, fix: &str) -> Result<
                     Err(e) => {
                         // libloading says "dlopen failed"; the loader's own reason is its source.
                         let reason = std::error::Error::source(&e).map_or(e.to_string(), |s| s.to_string());
-                        return Err(format!("{}: cannot load {what}: {reason}", path.display()));
+                        return Err(TrtError::Unloadable { path, what: what.into(), reason });
                     }
                 }
             }
         }
     }
     let searched: Vec<String> = dirs.iter().map(|d| d.display().to_string()).collect();
-    Err(format!(
-        "{what} not found (tried {} through the dynamic loader, LD_LIBRARY_PATH and ld.so.cache, and in {}): {fix}",
-        names.join(", "),
-        searched.join(", ")
-    ))
+    Err(TrtError::NotFound { what: what.into(), names: names.join(", "), folders: searched.join(", "), fix })
 }
 
 /// A function from `library`, or an error saying the library is not the one edgert needs.
-fn symbol<T: Copy>(library: &Library, name: &str, what: &str) -> Result<T, String> {
+fn symbol<T: Copy>(library: &Library, name: &'static str, what: &'static str) -> Result<T, TrtError> {
     // SAFETY: the caller names the C signature `T` the header of that library declares.
     unsafe { library.get::<T>(name.as_bytes()) }
         .map(|s| *s)
-        .map_err(|_| format!("{what} has no symbol {name}: it is not a TensorRT 8.5+ / CUDA 11+ library"))
+        .map_err(|_| TrtError::MissingSymbol { library: what, symbol: name })
 }
 
 /// The libcudart libnvinfer already pulled into the process (its own dependency), if any.
@@ -111,7 +108,7 @@ fn already_loaded(names: &[&str]) -> Option<Library> {
 }
 
 /// Opens TensorRT and the CUDA runtime and resolves everything the shim calls.
-pub fn load() -> Result<Arc<Libraries>, String> {
+pub fn load() -> Result<Arc<Libraries>, TrtError> {
     const TRT_FIX: &str =
         "install TensorRT (JetPack ships it; on a desktop, NVIDIA's TensorRT packages) or set TENSORRT_LIB_DIR to its folder";
     let nvinfer = open(NVINFER, "TensorRT's libnvinfer", TRT_FIX)?;
@@ -186,7 +183,9 @@ mod tests {
             eprintln!("skipped: TensorRT is installed here");
             return;
         }
-        let message = super::load().err().unwrap();
+        let error = super::load().err().unwrap();
+        assert!(matches!(error, super::TrtError::NotFound { .. }), "{error:?}");
+        let message = error.to_string();
         assert!(message.contains("libnvinfer.so.10") || message.contains("libcudart"), "{message}");
         assert!(message.contains("LD_LIBRARY_PATH"), "{message}");
         assert!(message.contains(&format!("/usr/lib/{}-linux-gnu", std::env::consts::ARCH)), "{message}");
@@ -201,14 +200,16 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let name = "libedgert-test-nvinfer.so.10";
         std::fs::write(dir.path().join(name), b"not an ELF file").unwrap();
-        let message = super::open_from(&[name], &[dir.path().to_owned()], "TensorRT's libnvinfer", "fix")
+        let error = super::open_from(&[name], &[dir.path().to_owned()], "TensorRT's libnvinfer", "fix")
             .err()
             .unwrap();
-        let path = dir.path().join(name);
+        let super::TrtError::Unloadable { path, reason, .. } = &error else { panic!("{error:?}") };
+        assert_eq!(*path, dir.path().join(name));
+        assert!(reason.contains("ELF") || reason.contains("too short"), "{reason}");
+        let message = error.to_string();
         assert!(
             message.starts_with(&format!("{}: cannot load TensorRT's libnvinfer: ", path.display())),
             "{message}"
         );
-        assert!(message.contains("ELF") || message.contains("too short"), "{message}");
     }
 }

@@ -8,6 +8,7 @@ pub mod calibration;
 #[cfg(test)]
 mod calibration_tests;
 pub mod engine_file;
+mod error;
 mod ffi;
 mod handles;
 mod library;
@@ -23,6 +24,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 
 pub use calibration::{Calibration, CalibrationSet};
+pub use error::TrtError;
 pub use options::{BuildPrecision, TrtOptions};
 
 use super::{Backend, PrepareOptions, Prepared, Unavailable, Unsupported};
@@ -34,7 +36,7 @@ use calibration::Feeder;
 use handles::Runtime;
 
 /// The symbols the shim calls, and the libraries they live in (kept open while in use).
-type Loaded = Result<(ffi::Symbols, Option<Arc<library::Libraries>>), String>;
+type Loaded = Result<(ffi::Symbols, Option<Arc<library::Libraries>>), TrtError>;
 type Loader = fn() -> Loaded;
 
 pub struct TensorrtBackend {
@@ -44,17 +46,13 @@ pub struct TensorrtBackend {
     options: TrtOptions,
     /// Opened on first use and kept: `check`, `version` and `prepare` each need it, and opening
     /// loads libnvinfer and creates a TensorRT runtime.
-    runtime: OnceLock<Result<Arc<Runtime>, String>>,
+    runtime: OnceLock<Result<Arc<Runtime>, TrtError>>,
 }
 
 #[cfg(edgert_trt_shim)]
 const LINKED: Option<&'static ffi::Api> = Some(&ffi::LINKED);
 #[cfg(not(edgert_trt_shim))]
 const LINKED: Option<&'static ffi::Api> = None;
-
-const NO_SHIM: &str = "this binary was built with --features tensorrt but without TensorRT's headers, so \
-     its TensorRT shim is missing: rebuild where NvInfer.h is found (TENSORRT_INCLUDE_DIR and CUDA_INCLUDE_DIR, \
-     or JetPack's default folders)";
 
 fn load_libraries() -> Loaded {
     let libraries = library::load()?;
@@ -79,17 +77,17 @@ impl TensorrtBackend {
     }
 
     /// TensorRT's runtime on this machine: shim, libraries, a supported version and a GPU.
-    fn runtime(&self) -> Result<Arc<Runtime>, String> {
+    fn runtime(&self) -> Result<Arc<Runtime>, TrtError> {
         let open = || {
-            let api = self.api.ok_or(NO_SHIM)?;
+            let api = self.api.ok_or(TrtError::NoShim)?;
             let (symbols, libraries) = (self.load)()?;
             Runtime::open(api, &symbols, libraries).map(Arc::new)
         };
         self.runtime.get_or_init(open).clone()
     }
 
-    fn unavailable(&self, reason: String) -> Error {
-        Error::BackendUnavailable { name: "tensorrt".into(), reason }
+    fn unavailable(&self, reason: TrtError) -> Error {
+        Error::unavailable("tensorrt", reason)
     }
 
     /// Prepares a serialized engine file (`trtexec --saveEngine`, Ultralytics `.engine`, or
@@ -120,7 +118,7 @@ impl TensorrtBackend {
 
     fn load_engine_file(&self, path: &Path) -> Result<(handles::Engine, Option<EngineInfo>)> {
         let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
-        let refused = |reason: String| {
+        let refused = |reason: &dyn std::fmt::Display| {
             let fix =
                 "Engines only run on the TensorRT release and GPU they were built for: rebuild it on this \
                        machine with `edgert build-engine`";
@@ -128,13 +126,13 @@ impl TensorrtBackend {
         };
         let built = cache::read_info(path)?;
         if let Some(reason) = built.as_ref().and_then(|i| i.mismatch(&runtime.version.key(), &runtime.sm())) {
-            return Err(refused(reason));
+            return Err(refused(&reason));
         }
         if let Some(core) = self.options.dla_core {
             check_dla(&runtime, core)?;
         }
         let file = engine_file::read(path)?;
-        let engine = runtime.load(&file.plan, self.options.dla_core).map_err(refused)?;
+        let engine = runtime.load(&file.plan, self.options.dla_core).map_err(|e| refused(&e))?;
         Ok((engine, built))
     }
 
@@ -398,7 +396,7 @@ impl Backend for TensorrtBackend {
     }
 
     fn check(&self) -> Result<(), Unavailable> {
-        self.runtime().map(|_| ()).map_err(Unavailable::Tensorrt)
+        Ok(self.runtime().map(|_| ())?)
     }
 
     fn version(&self) -> Option<String> {
@@ -412,7 +410,7 @@ impl Backend for TensorrtBackend {
         match precision {
             Precision::Fp32 | Precision::Fp16 | Precision::Int8Qdq | Precision::Engine => Ok(()),
             Precision::Fp8 => {
-                let runtime = self.runtime().map_err(Unavailable::Tensorrt)?;
+                let runtime = self.runtime().map_err(Unavailable::from)?;
                 let sm = (runtime.device.sm_major, runtime.device.sm_minor);
                 if sm >= (8, 9) {
                     Ok(())

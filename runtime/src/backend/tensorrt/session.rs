@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use half::f16;
 
+use super::error::TrtError;
 use super::ffi;
 use super::handles::{Buffer, Context, Engine};
 use crate::backend::{DeviceBatch, DeviceTiming, Prepared, Session};
@@ -85,8 +86,8 @@ impl Prepared for TrtPrepared {
 }
 
 impl TrtPrepared {
-    fn failed(&self, reason: String) -> Error {
-        Error::Inference { path: self.path.clone(), reason }
+    fn failed(&self, reason: TrtError) -> Error {
+        Error::Inference { path: self.path.clone(), reason: reason.to_string() }
     }
 }
 
@@ -118,7 +119,7 @@ fn bytes_mut<T: Plain>(values: &mut [T]) -> &mut [u8] {
 }
 
 impl TrtSession {
-    fn set_shape(&mut self, shape: &[usize]) -> Result<(), String> {
+    fn set_shape(&mut self, shape: &[usize]) -> Result<(), TrtError> {
         let tensors = self.context.engine().tensors.clone();
         let input = tensors.iter().position(|t| t.is_input).expect("TrtPrepared checked one input");
         let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
@@ -128,12 +129,7 @@ impl TrtSession {
             let dims = self.context.shape(index)?;
             // Every input shape is set: what is still unknown depends on the values (NonZero, NMS).
             if dims.iter().any(|&d| d < 0) {
-                return Err(format!(
-                    "output '{}' has shape {dims:?}, which depends on the input's values (NonZero, NMS and \
-                     the like): the tensorrt backend does not support data-dependent output shapes; run the \
-                     model with --backend cpu or ort, or end the graph before that layer",
-                    tensor.name
-                ));
+                return Err(TrtError::DataDependentShape { output: tensor.name.clone(), dims });
             }
             outputs.push(dims.iter().map(|&d| d as usize).collect());
         }
@@ -152,13 +148,16 @@ enum Input<'a> {
 impl TrtSession {
     fn run_from(&mut self, input: Input) -> Result<Vec<HostTensor>> {
         let path = self.path.clone();
-        let failed = |reason: String| Error::Inference { path: path.clone(), reason };
+        let failed = |reason: &dyn std::fmt::Display| Error::Inference {
+            path: path.clone(),
+            reason: reason.to_string(),
+        };
         let shape = match input {
             Input::Host(batch) => batch.shape,
             Input::Device(device) => device.shape(),
         };
         if *shape != self.shape {
-            self.set_shape(shape).map_err(failed)?;
+            self.set_shape(shape).map_err(|e| failed(&e))?;
         }
         let mut outputs: Vec<HostTensor> =
             self.outputs.iter().map(|shape| HostTensor::zeros(shape)).collect();
@@ -184,14 +183,14 @@ impl TrtSession {
             Input::Device(device) => {
                 // TensorRT's rule for the addresses it is given (IExecutionContext::setTensorAddress).
                 if device.address() % 256 != 0 {
-                    return Err(failed(format!(
+                    return Err(failed(&format!(
                         "the GPU input at {:#x} is not aligned to 256 bytes, as TensorRT requires",
                         device.address()
                     )));
                 }
                 if device.half() != self.input_f16.is_some() {
                     let (engine, given) = if device.half() { ("f32", "f16") } else { ("f16", "f32") };
-                    return Err(failed(format!(
+                    return Err(failed(&format!(
                         "the engine's input is {engine}, the GPU input given is {given}"
                     )));
                 }
@@ -218,7 +217,7 @@ impl TrtSession {
             .collect();
         // SAFETY: host buffers are live slices; a device buffer is a `DeviceBatch`, whose maker
         // vouched (`DeviceBatch::new`) for that many bytes of GPU-visible memory until we return.
-        let timing = unsafe { self.context.run(&mut buffers) }.map_err(failed)?;
+        let timing = unsafe { self.context.run(&mut buffers) }.map_err(|e| failed(&e))?;
         drop(buffers);
         for (output, staged) in outputs.iter_mut().zip(&self.outputs_f16) {
             if let Some(staged) = staged {

@@ -163,10 +163,11 @@ fn a_qdq_model_builds_with_int8_and_fp16_and_is_refused_without_int8() {
     assert!(engines_in(dir.path()).is_empty());
 }
 
-/// The mock's build called as the backend calls the shim, with these flags and no calibrator.
+/// The mock's build called as the backend calls the shim, with these flags and no calibrator;
+/// the shim's refusal, in its words.
 fn raw_build(model: &Model, fp16: bool, int8: bool, dla_core: i32) -> Result<Vec<u8>, String> {
     let (symbols, _) = orin_trt10().unwrap();
-    let runtime = super::handles::Runtime::open(&mock::API, &symbols, None)?;
+    let runtime = super::handles::Runtime::open(&mock::API, &symbols, None).unwrap();
     let onnx = std::fs::read(&model.onnx_path).unwrap();
     let mut dims = [0i64; ffi::MAX_DIMS];
     dims[..4].copy_from_slice(&[1, 1, 8, 8]);
@@ -184,7 +185,11 @@ fn raw_build(model: &Model, fp16: bool, int8: bool, dla_core: i32) -> Result<Vec
         profile_max: dims,
         calibrator: std::ptr::null(),
     };
-    runtime.build(&onnx, &options).map(|(plan, _)| plan)
+    match runtime.build(&onnx, &options) {
+        Ok((plan, _)) => Ok(plan),
+        Err(super::TrtError::Call(message)) => Err(message),
+        Err(other) => panic!("not a refusal of the build call: {other:?}"),
+    }
 }
 
 #[test]
