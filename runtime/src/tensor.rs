@@ -27,9 +27,73 @@ impl ElementType {
             ElementType::U8 => "u8",
         }
     }
+}
 
-    pub fn from_name(name: &str) -> Option<ElementType> {
-        [ElementType::F32, ElementType::F16, ElementType::U8].into_iter().find(|d| d.name() == name)
+/// The element type of a model's or engine's input or output, as it declares it; `ElementType`
+/// is the part of it edgert feeds inputs in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DataType {
+    F32,
+    F16,
+    Bf16,
+    F64,
+    Fp8,
+    I8,
+    U8,
+    I16,
+    U16,
+    I32,
+    I64,
+    Bool,
+    String,
+    /// A type edgert has no name for.
+    Other,
+    /// Not declared (an ONNX value without a type).
+    Unknown,
+}
+
+impl DataType {
+    /// The short name reports and `inspect` print: `f32`, `i64`, ...
+    pub fn name(self) -> &'static str {
+        match self {
+            DataType::F32 => "f32",
+            DataType::F16 => "f16",
+            DataType::Bf16 => "bf16",
+            DataType::F64 => "f64",
+            DataType::Fp8 => "fp8",
+            DataType::I8 => "i8",
+            DataType::U8 => "u8",
+            DataType::I16 => "i16",
+            DataType::U16 => "u16",
+            DataType::I32 => "i32",
+            DataType::I64 => "i64",
+            DataType::Bool => "bool",
+            DataType::String => "string",
+            DataType::Other => "other",
+            DataType::Unknown => "unknown",
+        }
+    }
+}
+
+impl From<ElementType> for DataType {
+    fn from(element: ElementType) -> DataType {
+        match element {
+            ElementType::F32 => DataType::F32,
+            ElementType::F16 => DataType::F16,
+            ElementType::U8 => DataType::U8,
+        }
+    }
+}
+
+impl std::fmt::Display for DataType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Serialize for DataType {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
@@ -67,7 +131,7 @@ impl HostTensor {
 pub struct TensorSpec {
     pub name: String,
     pub shape: Vec<Option<usize>>,
-    pub dtype: String,
+    pub dtype: DataType,
 }
 
 impl TensorSpec {

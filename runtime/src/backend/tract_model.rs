@@ -15,7 +15,7 @@ use super::{constant_dequantize, Prepared, Session};
 use crate::error::one_line;
 use crate::model::{onnx, Model};
 use crate::tensor::ElementType;
-use crate::tensor::{Batch, HostTensor, TensorSpec};
+use crate::tensor::{Batch, DataType, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
 pub struct TractModel {
@@ -64,7 +64,7 @@ pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractMo
             Ok(TensorSpec {
                 name: onnx_name.unwrap_or_else(|| typed.node(o.node).name.clone()),
                 shape: fact.shape.iter().map(|d| d.to_usize().ok()).collect(),
-                dtype: format!("{:?}", fact.datum_type).to_lowercase(),
+                dtype: data_type(fact.datum_type),
             })
         })
         .collect::<TractResult<Vec<_>>>()
@@ -72,9 +72,27 @@ pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractMo
     let input = TensorSpec {
         name: model.manifest.input.name.clone(),
         shape: shape.iter().map(|&d| Some(d)).collect(),
-        dtype: dtype.name().into(),
+        dtype: dtype.into(),
     };
     Ok(TractModel { typed, input, outputs })
+}
+
+/// tract's element type as edgert's; quantized 8- and 32-bit values by their storage type.
+fn data_type(datum: DatumType) -> DataType {
+    match datum.unquantized() {
+        DatumType::F32 => DataType::F32,
+        DatumType::F16 => DataType::F16,
+        DatumType::F64 => DataType::F64,
+        DatumType::I8 => DataType::I8,
+        DatumType::U8 => DataType::U8,
+        DatumType::I16 => DataType::I16,
+        DatumType::U16 => DataType::U16,
+        DatumType::I32 => DataType::I32,
+        DatumType::I64 => DataType::I64,
+        DatumType::Bool => DataType::Bool,
+        DatumType::String => DataType::String,
+        _ => DataType::Other,
+    }
 }
 
 /// What `decluttered` caches: the ONNX graph, constant weights dequantized, translated with its

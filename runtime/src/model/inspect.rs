@@ -118,7 +118,7 @@ pub fn inspect(model: &Model) -> Result<InspectReport> {
     }
     let mut weight_bytes = BTreeMap::new();
     for t in &graph.initializer {
-        *weight_bytes.entry(onnx::dtype_name(t.data_type).to_string()).or_insert(0) +=
+        *weight_bytes.entry(onnx::data_type(t.data_type).name().to_string()).or_insert(0) +=
             element_count(t) * element_bytes(t.data_type);
     }
     let weights = Weights::new(path, graph);

@@ -12,7 +12,7 @@ use tract_onnx::pb;
 pub use manifest::{Manifest, Task};
 
 use crate::precision::Precision;
-use crate::tensor::{ElementType, TensorSpec};
+use crate::tensor::{DataType, ElementType, TensorSpec};
 use crate::{Error, Result};
 
 /// Choices for a bare `.onnx`, which has no manifest to say them.
@@ -72,7 +72,7 @@ impl Model {
             let input = TensorSpec {
                 name: manifest.input.name.clone(),
                 shape: manifest.input.shape.iter().map(|&d| Some(d)).collect(),
-                dtype: manifest.input.dtype.name().into(),
+                dtype: manifest.input.dtype.into(),
             };
             (manifest, None, vec![input], Vec::new())
         } else {
@@ -184,7 +184,7 @@ fn check_against_model(
         ));
     }
     let dtype = m.input.dtype.name();
-    if declared.dtype != "unknown" && declared.dtype != dtype {
+    if declared.dtype != DataType::Unknown && declared.dtype != m.input.dtype.into() {
         return Err(Error::manifest(
             path,
             format!(
@@ -231,14 +231,14 @@ fn bare_manifest(
             ),
         ));
     }
-    let dtype = match input.dtype.as_str() {
-        "unknown" => ElementType::F32,
-        name => ElementType::from_name(name).ok_or_else(|| {
-            Error::input(
-                path,
-                format!("input '{}' is {name}; edgert feeds f32, f16 or u8 inputs", input.name),
-            )
-        })?,
+    let dtype = match input.dtype {
+        DataType::Unknown | DataType::F32 => ElementType::F32,
+        DataType::F16 => ElementType::F16,
+        DataType::U8 => ElementType::U8,
+        other => {
+            let reason = format!("input '{}' is {other}; edgert feeds f32, f16 or u8 inputs", input.name);
+            return Err(Error::input(path, reason));
+        }
     };
     let shape: Vec<usize> = input.shape.iter().map(|d| d.unwrap_or(1)).collect();
     let nhwc = shape.len() == 4 && matches!(shape[3], 1 | 3) && !matches!(shape[1], 1 | 3);

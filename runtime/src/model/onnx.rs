@@ -4,11 +4,11 @@
 use std::collections::HashSet;
 use std::path::Path;
 
-use tract_onnx::pb::{self, tensor_proto::DataType, tensor_shape_proto::dimension::Value as Dim};
+use tract_onnx::pb::{self, tensor_proto::DataType as OnnxType, tensor_shape_proto::dimension::Value as Dim};
 use tract_onnx::prelude::Framework;
 
 use crate::error::one_line;
-use crate::tensor::TensorSpec;
+use crate::tensor::{DataType, TensorSpec};
 use crate::{Error, Result};
 
 /// The ONNX front end with the settings edgert always wants: exported files often keep
@@ -67,26 +67,26 @@ fn spec(value: &pb::ValueInfoProto) -> TensorSpec {
                 .collect()
         })
         .unwrap_or_default();
-    let dtype = tensor.map_or("unknown".into(), |t| dtype_name(t.elem_type).to_string());
+    let dtype = tensor.map_or(DataType::Unknown, |t| data_type(t.elem_type));
     TensorSpec { name: value.name.clone(), shape, dtype }
 }
 
-/// Short names for ONNX element types, as edgert prints them.
-pub fn dtype_name(code: i32) -> &'static str {
-    match DataType::try_from(code) {
-        Ok(DataType::Float) => "f32",
-        Ok(DataType::Float16) => "f16",
-        Ok(DataType::Bfloat16) => "bf16",
-        Ok(DataType::Double) => "f64",
-        Ok(DataType::Int8) => "i8",
-        Ok(DataType::Uint8) => "u8",
-        Ok(DataType::Int16) => "i16",
-        Ok(DataType::Uint16) => "u16",
-        Ok(DataType::Int32) => "i32",
-        Ok(DataType::Int64) => "i64",
-        Ok(DataType::Bool) => "bool",
-        Ok(DataType::String) => "string",
-        _ => "other",
+/// An ONNX element type code as edgert's `DataType`.
+pub fn data_type(code: i32) -> DataType {
+    match OnnxType::try_from(code) {
+        Ok(OnnxType::Float) => DataType::F32,
+        Ok(OnnxType::Float16) => DataType::F16,
+        Ok(OnnxType::Bfloat16) => DataType::Bf16,
+        Ok(OnnxType::Double) => DataType::F64,
+        Ok(OnnxType::Int8) => DataType::I8,
+        Ok(OnnxType::Uint8) => DataType::U8,
+        Ok(OnnxType::Int16) => DataType::I16,
+        Ok(OnnxType::Uint16) => DataType::U16,
+        Ok(OnnxType::Int32) => DataType::I32,
+        Ok(OnnxType::Int64) => DataType::I64,
+        Ok(OnnxType::Bool) => DataType::Bool,
+        Ok(OnnxType::String) => DataType::String,
+        _ => DataType::Other,
     }
 }
 

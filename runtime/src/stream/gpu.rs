@@ -35,6 +35,7 @@ mod enabled {
     use crate::preprocess::gpu::GpuPreprocess;
     use crate::preprocess::Geometry;
     use crate::stream::error::PassError;
+    use crate::tensor::DataType;
     use crate::Result;
 
     pub struct GpuStage {
@@ -66,11 +67,16 @@ mod enabled {
 
     impl GpuStage {
         /// GPU 0, the kernels compiled for it, and the batch layout of `input_shape`.
-        pub fn open(fused: FusedPreprocess, input_dtype: &str, input_shape: &[usize]) -> Result<GpuStage> {
+        pub fn open(
+            fused: FusedPreprocess,
+            input_dtype: DataType,
+            input_shape: &[usize],
+        ) -> Result<GpuStage> {
             let context = device::open(0)?;
             let pass = GpuPreprocess::new(&context, fused)?;
             let stream = pass.stream().clone();
-            Ok(GpuStage { pass, stream, half: input_dtype == "f16", batch_len: input_shape.iter().product() })
+            let half = input_dtype == DataType::F16;
+            Ok(GpuStage { pass, stream, half, batch_len: input_shape.iter().product() })
         }
 
         pub fn is_zero_copy(&self) -> bool {
@@ -121,6 +127,7 @@ mod disabled {
     use crate::preprocess::fused::FusedPreprocess;
     use crate::preprocess::Geometry;
     use crate::stream::error::PassError;
+    use crate::tensor::DataType;
     use crate::{Error, Result};
 
     /// Never made: this binary has no CUDA.
@@ -134,7 +141,11 @@ mod disabled {
     }
 
     impl GpuStage {
-        pub fn open(_fused: FusedPreprocess, _input_dtype: &str, _input_shape: &[usize]) -> Result<GpuStage> {
+        pub fn open(
+            _fused: FusedPreprocess,
+            _input_dtype: DataType,
+            _input_shape: &[usize],
+        ) -> Result<GpuStage> {
             Err(Error::BackendUnavailable {
                 name: "cuda".into(),
                 reason: "--preprocess gpu: CUDA is not compiled into this binary (build with --features \
@@ -176,7 +187,7 @@ pub fn open(
         return Ok(None);
     }
     check_backend(session, backend)?;
-    GpuStage::open(fused.clone(), &input.dtype, input_shape).map(Some)
+    GpuStage::open(fused.clone(), input.dtype, input_shape).map(Some)
 }
 
 /// The GPU stage against the CPU pass; needs an NVIDIA GPU (`benches/gpu-check.sh` runs it).
@@ -186,6 +197,7 @@ mod tests {
     use crate::frame::{Frame, PixelFormat};
     use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
     use crate::preprocess::fused::FusedPreprocess;
+    use crate::tensor::DataType;
 
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
@@ -208,7 +220,7 @@ mod tests {
         for (k, item) in want.chunks_mut(fused.item_len()).enumerate() {
             fused.run(&frame(k), item).unwrap();
         }
-        for dtype in ["f32", "f16"] {
+        for dtype in [DataType::F32, DataType::F16] {
             let shape = [2, 3, 224, 224];
             let mut stage = GpuStage::open(fused.clone(), dtype, &shape).unwrap();
             let mut batch = None;
@@ -217,7 +229,7 @@ mod tests {
             }
             stage.finish().unwrap();
             let batch = batch.unwrap();
-            assert_eq!(batch.input(&shape).half(), dtype == "f16");
+            assert_eq!(batch.input(&shape).half(), dtype == DataType::F16);
             let got: Vec<f32> = match &batch {
                 DeviceBuffer::F32(slice) => slice.stream().clone_dtoh(slice).unwrap(),
                 DeviceBuffer::F16(slice) => slice

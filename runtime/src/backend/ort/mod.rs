@@ -21,7 +21,7 @@ use super::{Backend, PrepareOptions, Prepared, Session, Unavailable, Unsupported
 use crate::model::Model;
 use crate::precision::Precision;
 use crate::tensor::ElementType;
-use crate::tensor::{Batch, HostTensor, TensorSpec};
+use crate::tensor::{Batch, DataType, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
 /// The `ort` backend with its options.
@@ -106,12 +106,12 @@ impl Backend for OrtBackend {
         let inputs = vec![TensorSpec {
             name: model.manifest.input.name.clone(),
             shape: shape.iter().map(|&d| Some(d)).collect(),
-            dtype: model.manifest.input.dtype.name().into(),
+            dtype: model.manifest.input.dtype.into(),
         }];
         let outputs = session
             .outputs()
             .iter()
-            .map(|o| TensorSpec { name: o.name().to_string(), shape: Vec::new(), dtype: "f32".into() })
+            .map(|o| TensorSpec { name: o.name().to_string(), shape: Vec::new(), dtype: DataType::F32 })
             .collect();
         let dtype = model.manifest.input.dtype;
         Ok(Box::new(OrtPrepared { recipe, first: Mutex::new(Some(session)), shape, dtype, inputs, outputs }))

@@ -3,6 +3,8 @@
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 
+use crate::tensor::DataType;
+
 pub const MAX_DIMS: usize = 8;
 
 pub const F32: i32 = 0;
@@ -15,19 +17,19 @@ pub const FP8: i32 = 6;
 pub const BF16: i32 = 7;
 pub const I64: i32 = 8;
 
-/// edgert's name for a `EDGERT_TRT_*` data type, as manifests and reports spell them.
-pub fn dtype_name(dtype: i32) -> &'static str {
+/// An `EDGERT_TRT_*` data type as edgert's `DataType`.
+pub fn data_type(dtype: i32) -> DataType {
     match dtype {
-        F32 => "f32",
-        F16 => "f16",
-        I8 => "i8",
-        I32 => "i32",
-        BOOL => "bool",
-        U8 => "u8",
-        FP8 => "fp8",
-        BF16 => "bf16",
-        I64 => "i64",
-        _ => "other",
+        F32 => DataType::F32,
+        F16 => DataType::F16,
+        I8 => DataType::I8,
+        I32 => DataType::I32,
+        BOOL => DataType::Bool,
+        U8 => DataType::U8,
+        FP8 => DataType::Fp8,
+        BF16 => DataType::Bf16,
+        I64 => DataType::I64,
+        _ => DataType::Other,
     }
 }
 

@@ -30,6 +30,7 @@ pub use options::{BuildPrecision, TrtOptions};
 use super::{Backend, PrepareOptions, Prepared, Unavailable, Unsupported};
 use crate::model::Model;
 use crate::precision::Precision;
+use crate::tensor::DataType;
 use crate::{Error, Result};
 use cache::{EngineCache, EngineInfo};
 use calibration::Feeder;
@@ -108,7 +109,7 @@ impl TensorrtBackend {
             .map(|t| ListedTensor {
                 name: t.name.clone(),
                 mode: if t.is_input { "input" } else { "output" },
-                dtype: ffi::dtype_name(t.dtype),
+                dtype: ffi::data_type(t.dtype),
                 shape: t.dims.clone(),
                 format: t.format.clone(),
             })
@@ -172,7 +173,7 @@ pub struct ListedTensor {
     pub name: String,
     /// `input` or `output`.
     pub mode: &'static str,
-    pub dtype: &'static str,
+    pub dtype: DataType,
     /// `-1`: dynamic, set per run.
     pub shape: Vec<i64>,
     /// TensorRT's description of the memory format (linear, or a vectorized one edgert refuses).

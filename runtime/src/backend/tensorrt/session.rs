@@ -10,7 +10,7 @@ use super::error::TrtError;
 use super::ffi;
 use super::handles::{Buffer, Context, Engine};
 use crate::backend::{DeviceBatch, DeviceTiming, Prepared, Session};
-use crate::tensor::{Batch, HostTensor, TensorSpec};
+use crate::tensor::{Batch, DataType, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
 pub struct TrtPrepared {
@@ -24,7 +24,7 @@ fn spec(tensor: &super::handles::EngineTensor) -> TensorSpec {
     TensorSpec {
         name: tensor.name.clone(),
         shape: tensor.dims.iter().map(|&d| usize::try_from(d).ok()).collect(),
-        dtype: ffi::dtype_name(tensor.dtype).into(),
+        dtype: ffi::data_type(tensor.dtype),
     }
 }
 
@@ -50,7 +50,9 @@ impl TrtPrepared {
                 vectorized.name
             )));
         }
-        if let Some(other) = inputs.iter().chain(&outputs).find(|t| t.dtype != "f32" && t.dtype != "f16") {
+        if let Some(other) =
+            inputs.iter().chain(&outputs).find(|t| !matches!(t.dtype, DataType::F32 | DataType::F16))
+        {
             return Err(refuse(format!(
                 "tensor '{}' is {}; edgert exchanges f32 and f16 tensors with engines (build the engine with \
                  FP32 or FP16 inputs and outputs: FP32 is the default of `edgert build-engine` and of trtexec)",
@@ -72,7 +74,7 @@ impl Prepared for TrtPrepared {
 
     fn spawn(&self) -> Result<Box<dyn Session>> {
         let context = self.engine.context().map_err(|reason| self.failed(reason))?;
-        let half = |t: &TensorSpec| t.dtype == "f16";
+        let half = |t: &TensorSpec| t.dtype == DataType::F16;
         Ok(Box::new(TrtSession {
             context,
             path: self.path.clone(),

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use super::{cache, ffi, mock, BuildPrecision, Loaded, TensorrtBackend, TrtOptions};
 use crate::backend::{cpu::CpuBackend, Backend, DeviceBatch, PrepareOptions, Unsupported};
 use crate::model::{BareModelOptions, Model};
-use crate::tensor::HostTensor;
+use crate::tensor::{DataType, HostTensor};
 use crate::Error;
 
 pub(super) fn orin_trt10() -> Loaded {
@@ -412,7 +412,7 @@ fn an_engine_with_f16_inputs_and_outputs_is_fed_and_read_through_f32() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", ffi::F16), None);
     let prepared = backend(orin_trt10, dir.path()).prepare_engine_file(&path).unwrap();
-    assert_eq!((prepared.inputs()[0].dtype.as_str(), prepared.outputs()[0].dtype.as_str()), ("f16", "f16"));
+    assert_eq!((prepared.inputs()[0].dtype, prepared.outputs()[0].dtype), (DataType::F16, DataType::F16));
     let got = prepared.spawn().unwrap().run(&digits(2)).unwrap();
     let model = model("digits_mlp_nchw.toml");
     let options = PrepareOptions { batch: 2, threads: 1 };
@@ -630,7 +630,10 @@ fn an_engine_is_listed_whatever_its_types_with_what_its_sidecar_says() {
         listing.tensors.iter().map(|t| (t.mode, t.name.as_str(), t.dtype, t.shape.clone())).collect();
     assert_eq!(
         tensors,
-        [("input", "input", "i8", vec![-1, 1, 8, 8]), ("output", "logits", "i8", vec![-1, 10])]
+        [
+            ("input", "input", DataType::I8, vec![-1, 1, 8, 8]),
+            ("output", "logits", DataType::I8, vec![-1, 10])
+        ]
     );
 
     let trt = backend(orin_trt10, dir.path());

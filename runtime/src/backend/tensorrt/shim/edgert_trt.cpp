@@ -8,12 +8,6 @@
 #include <NvInfer.h>
 #include <NvOnnxParser.h>
 
-#include "logger.h"
-#include "version.h"
-
-using edgert::Logger;
-using edgert::library_major;
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +16,11 @@ using edgert::library_major;
 #include <memory>
 #include <string>
 #include <vector>
+
+#include "logger.h"
+#include "version.h"
+
+using edgert::Logger;
 
 using namespace nvinfer1;
 
@@ -107,7 +106,6 @@ std::string shape_text(const Dims& dims) {
     return text + "]";
 }
 
-
 } // namespace
 
 #if NV_TENSORRT_MAJOR < 11
@@ -181,6 +179,7 @@ edgert_trt_runtime* edgert_trt_runtime_create(const edgert_trt_symbols* symbols,
     runtime->sym = *symbols;
     runtime->version = version;
     runtime->logger.begin();
+    // The plugin library keeps this logger: the runtime (one a process) outlives its plugins' use.
     if (symbols->init_plugins != nullptr) {
         if (!symbols->init_plugins(&runtime->logger, "")) {
             fail(error, "initLibNvInferPlugins failed: " + runtime->logger.take("no reason given"));
