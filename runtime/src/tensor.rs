@@ -21,11 +21,7 @@ pub enum ElementType {
 
 impl ElementType {
     pub fn name(self) -> &'static str {
-        match self {
-            ElementType::F32 => "f32",
-            ElementType::F16 => "f16",
-            ElementType::U8 => "u8",
-        }
+        DataType::from(self).name()
     }
 }
 

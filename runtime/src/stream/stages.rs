@@ -131,16 +131,11 @@ pub(super) fn run(
     });
     let (samples, last) = posted.0;
     // A failing stage explains the end better than what the capture thread saw as it stopped.
-    let text = |e: &StageError| e.to_string();
-    let ending = [
-        posted.1.as_ref().err().map(text),
-        preprocessed.as_ref().err().map(text),
-        inferred.err().map(|e| text(&e)),
-    ]
-    .into_iter()
-    .flatten()
-    .next()
-    .map_or(capture.ending, Ending::Failed);
+    let ending = [posted.1.as_ref().err(), preprocessed.as_ref().err(), inferred.as_ref().err()]
+        .into_iter()
+        .flatten()
+        .next()
+        .map_or(capture.ending, |failed| Ending::Failed(failed.to_string()));
     let elapsed = match (capture.first, last) {
         (Some(first), Some(last)) => last - first,
         _ => Duration::ZERO,

@@ -213,11 +213,12 @@ fn check_request(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOp
         );
         return Err(Error::input(path, reason));
     }
-    if !quantized && options.calibration.is_none() && precision(model, options).int8() {
+    let building = precision(model, options);
+    if !quantized && options.calibration.is_none() && building.int8() {
         let reason = format!(
             "--trt-precision {}: INT8 needs scales, and the model has no Q/DQ nodes: give a Q/DQ model \
              (models/variants.py makes one) or a calibration set (--calib)",
-            precision(model, options).name()
+            building.name()
         );
         return Err(Error::input(path, reason));
     }

@@ -89,20 +89,16 @@ impl OpenSensors {
     }
 }
 
-/// Where a board's power readings come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Where a board's power readings come from; reports say its `name`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PowerSource {
     /// JetPack 5/6: hwmon devices named `ina3221`.
-    #[serde(rename = "ina3221 hwmon")]
     Ina3221Hwmon,
     /// JetPack 4: IIO devices named `ina3221x`.
-    #[serde(rename = "ina3221x iio")]
     Ina3221xIio,
     /// An x86 host's energy counters.
-    #[serde(rename = "rapl")]
     Rapl,
     /// tegrastats' output, where sysfs cannot be read.
-    #[serde(rename = "tegrastats")]
     Tegrastats,
 }
 
@@ -115,6 +111,12 @@ impl PowerSource {
             PowerSource::Rapl => "rapl",
             PowerSource::Tegrastats => "tegrastats",
         }
+    }
+}
+
+impl Serialize for PowerSource {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.name())
     }
 }
 
