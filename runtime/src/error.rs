@@ -37,6 +37,9 @@ pub enum Error {
     /// A network address that cannot be served (in use, not permitted).
     #[error("{address}: cannot serve: {reason}")]
     Serve { address: String, reason: String },
+    /// An input that would take more memory than the limit (`limits`).
+    #[error(transparent)]
+    TooLarge(#[from] crate::limits::TooLarge),
     /// A failure to write results.
     #[error("{}: cannot write: {reason}", path.display())]
     Write { path: PathBuf, reason: String },

@@ -1,6 +1,9 @@
 //! Raw frames in the pixel formats V4L2 cameras, recordings and decoded images give: the words every
 //! floor shares (sources make frames, preprocessing reads them, recordings store them).
 
+/// The largest frame side (V4L2's own bound), and so the largest side a recipe may scale to.
+pub const MAX_SIDE: usize = 16384;
+
 /// A frame's pixel layout in memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PixelFormat {
@@ -64,7 +67,7 @@ pub enum FrameError {
     Empty { width: usize, height: usize },
     #[error("{format:?} needs even sides, the frame is {width}x{height}")]
     OddSides { format: PixelFormat, width: usize, height: usize },
-    #[error("a {width}x{height} frame of stride {stride} cannot fit in memory")]
+    #[error("a {width}x{height} frame of stride {stride} is over {MAX_SIDE} pixels a side or cannot fit in memory")]
     TooLarge { width: usize, height: usize, stride: usize },
     #[error("stride {stride} is less than a {format:?} row of {width} pixels")]
     ShortStride { format: PixelFormat, width: usize, stride: usize },
@@ -119,8 +122,12 @@ impl<'a> Frame<'a> {
         if odd {
             return Err(FrameError::OddSides { format, width, height });
         }
-        // NV12's frames are the largest: 1.5 rows of stride per pixel row.
-        if height.checked_mul(2).and_then(|rows| rows.checked_mul(stride)).is_none() {
+        // V4L2's own bound on frame sides; past it `min_stride` would overflow. NV12's frames are
+        // the largest: 1.5 rows of stride per pixel row.
+        if width > MAX_SIDE
+            || height > MAX_SIDE
+            || height.checked_mul(2).and_then(|rows| rows.checked_mul(stride)).is_none()
+        {
             return Err(FrameError::TooLarge { width, height, stride });
         }
         if stride < format.min_stride(width) {

@@ -3,6 +3,7 @@
 
 use image::DynamicImage;
 
+use crate::backend::finite::Finite;
 use crate::backend::{PrepareOptions, Prepared, Selected, Session};
 use crate::frame::PixelFormat;
 use crate::model::Model;
@@ -44,8 +45,10 @@ impl Pipeline {
             );
             return Err(Error::input(model.source_path(), reason));
         }
+        model.check_input_memory(options.batch, options.memory)?;
         let prepared = selected.backend.prepare(&model, &options)?;
-        let session = prepared.spawn()?;
+        let names = prepared.outputs().iter().map(|o| o.name.clone()).collect();
+        let session = Box::new(Finite::new(prepared.spawn()?, model.onnx_path.clone(), names));
         // Kept as the reason, so a non-image model fails only when given an image.
         let preprocessor = Preprocessor::for_model(&model);
         let postprocessor = Postprocessor::new(&model, prepared.outputs())?;

@@ -111,13 +111,17 @@ fn assert_one_line_error(result: (Option<i32>, String), expected: &str) {
 
 #[test]
 fn a_missing_library_is_named_with_where_it_came_from() {
+    let library = missing("libonnxruntime.so");
+    let library = library.to_str().unwrap();
     assert_one_line_error(
-        run_ort(&["--ort-lib", "/nonexistent/libonnxruntime.so"], &[]),
-        "/nonexistent/libonnxruntime.so: no such file (from --ort-lib)",
+        run_ort(&["--ort-lib", library], &[]),
+        &format!("{library}: no such file (from --ort-lib)"),
     );
+    let versioned = missing("libonnxruntime.so.1.20.0");
+    let versioned = versioned.to_str().unwrap();
     assert_one_line_error(
-        run_ort(&[], &[("ORT_DYLIB_PATH", "/nowhere/libonnxruntime.so.1.20.0")]),
-        "/nowhere/libonnxruntime.so.1.20.0: no such file (from ORT_DYLIB_PATH)",
+        run_ort(&[], &[("ORT_DYLIB_PATH", versioned)]),
+        &format!("{versioned}: no such file (from ORT_DYLIB_PATH)"),
     );
     let home = tempfile::tempdir().unwrap();
     let env = [("ORT_DYLIB_PATH", ""), ("LD_LIBRARY_PATH", ""), ("HOME", home.path().to_str().unwrap())];

@@ -230,9 +230,14 @@ fn a_failing_board_check_copies_nothing_and_names_the_reason() {
         assert!(err.contains("127.0.0.1: ") && err.contains(&message), "{extra:?}: {err}");
         assert!(!dest.exists(), "{extra:?}: copied despite the failed check");
     }
-    let missing = script("edgert-deploy", &["--binary", "/nonexistent/edgert", "127.0.0.1"]);
+    let binary = missing("edgert");
+    let missing = script("edgert-deploy", &["--binary", binary.to_str().unwrap(), "127.0.0.1"]);
     assert_eq!(missing.status.code(), Some(2));
-    assert!(stderr(&missing).contains("/nonexistent/edgert: no such binary"), "{}", text(&missing));
+    assert!(
+        stderr(&missing).contains(&format!("{}: no such binary", binary.display())),
+        "{}",
+        text(&missing)
+    );
 }
 
 #[test]
@@ -482,9 +487,11 @@ fn without_jetson_clocks_the_bench_refuses_unless_told_to_run_unlocked() {
     let dir = tempfile::tempdir().unwrap();
     let good = model("digits_mlp_nchw.toml");
     let (mut command, _, out_dir) = bench_locally(dir.path(), s(&good), &["--duration-s", "0.1"]);
-    let out = command.args(["--jetson-clocks", "/nonexistent/jetson_clocks"]).output().unwrap();
+    let clocks = missing("jetson_clocks");
+    let out = command.args(["--jetson-clocks", clocks.to_str().unwrap()]).output().unwrap();
     assert_eq!(out.status.code(), Some(1), "{}", text(&out));
-    assert!(stderr(&out).contains("'/nonexistent/jetson_clocks' not found"), "{}", text(&out));
+    let message = format!("'{}' not found", clocks.display());
+    assert!(stderr(&out).contains(&message), "{}", text(&out));
     assert!(!out_dir.join("digits_mlp_nchw_cpu.json").exists(), "no bench ran");
 
     let out = command.arg("--no-lock-clocks").output().unwrap();

@@ -8,19 +8,6 @@ use std::path::{Path, PathBuf};
 use common::*;
 use prost::Message;
 
-/// Runs edgert and checks the failure: exit code, one line, the message parts, no panic.
-fn fails(args: &[&str], code: i32, parts: &[&str]) {
-    let out = edgert(args);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
-    assert_eq!(err.lines().count(), 1, "one line: {err}");
-    assert!(err.starts_with("edgert: error: "), "{err}");
-    for part in parts {
-        assert!(err.contains(part), "{err:?} lacks {part:?}");
-    }
-    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
-}
-
 fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -237,7 +224,8 @@ fn gpu_backends_absent_from_this_build_are_runtime_failures_with_the_fix() {
 #[test]
 fn build_engine_without_tensorrt_compiled_in_says_how_to_get_it() {
     let digits = model("digits_mlp_nchw.toml");
-    let args = ["build-engine", "--onnx", s(&digits), "--out", "/nonexistent/m.engine"];
+    let out = missing("m.engine");
+    let args = ["build-engine", "--onnx", s(&digits), "--out", s(&out)];
     fails(&args, 1, &["backend 'tensorrt' is not usable here", "build with --features tensorrt"]);
 }
 
@@ -246,15 +234,17 @@ fn build_engine_without_tensorrt_compiled_in_says_how_to_get_it() {
 #[cfg(feature = "tensorrt")]
 #[test]
 fn tensorrt_on_a_machine_without_it_names_what_is_missing() {
-    let missing =
+    let names_what_is_missing =
         |err: &str| err.contains("libnvinfer not found") || err.contains("without TensorRT's headers");
     let digits_path = model("digits_mlp_nchw.toml");
     let digits = s(&digits_path);
     let images = env!("CARGO_MANIFEST_DIR").to_string() + "/../models/images";
+    let engine = common::missing("m.engine");
+    let engine = s(&engine);
     for args in [
         vec!["bench", "--backend", "tensorrt", "--model", digits],
-        vec!["build-engine", "--onnx", digits, "--out", "/nonexistent/m.engine"],
-        vec!["build-engine", "--onnx", digits, "--out", "/nonexistent/m.engine", "--calib", &images],
+        vec!["build-engine", "--onnx", digits, "--out", engine],
+        vec!["build-engine", "--onnx", digits, "--out", engine, "--calib", &images],
     ] {
         let out = edgert(&args);
         let err = stderr(&out);
@@ -264,7 +254,8 @@ fn tensorrt_on_a_machine_without_it_names_what_is_missing() {
         }
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(
-            err.starts_with("edgert: error: backend 'tensorrt' is not usable here: ") && missing(&err),
+            err.starts_with("edgert: error: backend 'tensorrt' is not usable here: ")
+                && names_what_is_missing(&err),
             "{err}"
         );
         assert_eq!(err.lines().count(), 1, "{err}");
@@ -298,10 +289,10 @@ fn unwritable_report_is_a_runtime_failure() {
             "--min-iterations",
             "1",
             "--json",
-            "/nonexistent-dir/r.json",
+            s(&missing("r.json")),
         ],
         1,
-        &["/nonexistent-dir/r.json", "cannot write"],
+        &[s(&missing("r.json")), "cannot write"],
     );
 }
 

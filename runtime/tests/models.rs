@@ -123,7 +123,7 @@ fn yolo_int8_finds_the_same_kinds_of_object_as_fp32() {
 #[test]
 fn batch_of_four_gives_the_same_answer_as_batch_one() {
     let model = Model::load(&model("mobilenetv2_fp32.toml"), &BareModelOptions::default()).unwrap();
-    let options = PrepareOptions { batch: 4, threads: 2 };
+    let options = PrepareOptions { batch: 4, threads: 2, ..Default::default() };
     let mut p4 = Pipeline::open(model, backend::select("cpu").unwrap(), options).unwrap();
     let image = capture::load_image(&image("chelsea.png")).unwrap();
     let (input, geometries) = p4.preprocess(&[Sample::Image(&image)]).unwrap();

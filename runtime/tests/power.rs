@@ -71,8 +71,10 @@ fn info_reads_the_rails_of_a_fixture_board() {
         text.contains("power 2.52 W (POM_5V_IN via ina3221x iio): POM_5V_IN 2.52 W, POM_5V_GPU 0.04 W"),
         "{text}"
     );
-    let here = stdout(&edgert(&["info", "--sysfs-root", "/nonexistent"]));
-    assert!(here.contains("power n/a: no INA3221 power sensors under /nonexistent"), "{here}");
+    let nowhere = missing("root");
+    let here = stdout(&edgert(&["info", "--sysfs-root", nowhere.to_str().unwrap()]));
+    let message = format!("power n/a: no INA3221 power sensors under {}", nowhere.display());
+    assert!(here.contains(&message), "{here}");
 }
 
 fn rail_names(s: &PowerSensors) -> Vec<&str> {

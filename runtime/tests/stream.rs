@@ -302,7 +302,7 @@ fn a_camera_the_user_may_not_open_says_how_to_get_access() {
     let uri = format!("v4l2://{}", node.display());
     let out = std::process::Command::new("setpriv")
         .args(["--reuid=65534", "--regid=65534", "--clear-groups", env!("CARGO_BIN_EXE_edgert")])
-        .args(["capture", "--source", &uri, "--out", "/nonexistent/out"])
+        .args(["capture", "--source", &uri, "--out", missing("out").to_str().unwrap()])
         .output()
         .unwrap();
     let err = stderr(&out);

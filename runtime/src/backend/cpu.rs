@@ -38,8 +38,7 @@ impl Backend for CpuBackend {
 
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
         let path = &model.onnx_path;
-        let TractModel { mut typed, input, outputs } =
-            tract_model::decluttered(model, options.batch, self.name())?;
+        let TractModel { mut typed, input, outputs } = tract_model::decluttered(model, options, self.name())?;
         let unusable = |reason| Error::unavailable(self.name(), reason);
         if edgert_kernels().map_err(unusable)? {
             tract_ops::rewrite(&mut typed).map_err(|e| invalid(path, "edgert operators", e))?;

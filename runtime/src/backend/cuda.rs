@@ -58,8 +58,7 @@ impl Backend for CudaBackend {
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
         let runtime = runtime().map_err(|reason| Error::unavailable("cuda", reason))?;
         let path = &model.onnx_path;
-        let TractModel { typed, input, outputs } =
-            tract_model::decluttered(model, options.batch, self.name())?;
+        let TractModel { typed, input, outputs } = tract_model::decluttered(model, options, self.name())?;
         let plan = runtime.prepare(typed).map_err(|e| invalid(path, "CUDA plan", e))?;
         Ok(Box::new(TractPrepared::new(plan, input, outputs, model)))
     }

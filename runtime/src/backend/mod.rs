@@ -6,6 +6,7 @@ mod constant_dequantize;
 pub mod cpu;
 #[cfg(feature = "cuda-backend")]
 pub mod cuda;
+pub mod finite;
 #[cfg(feature = "ort")]
 pub mod ort;
 #[cfg(feature = "tensorrt")]
@@ -16,6 +17,7 @@ pub mod tract_ops;
 
 pub use capability::{Unavailable, Unsupported};
 
+use crate::limits::MemoryLimit;
 use crate::model::Model;
 use crate::precision::Precision;
 use crate::tensor::{Batch, HostTensor, TensorSpec};
@@ -38,11 +40,13 @@ pub struct PrepareOptions {
     pub batch: usize,
     /// Intra-op threads; 1 runs on the calling thread.
     pub threads: usize,
+    /// The most memory one tensor of the model may take at this batch size.
+    pub memory: MemoryLimit,
 }
 
 impl Default for PrepareOptions {
     fn default() -> Self {
-        PrepareOptions { batch: 1, threads: 1 }
+        PrepareOptions { batch: 1, threads: 1, memory: MemoryLimit::of_machine() }
     }
 }
 

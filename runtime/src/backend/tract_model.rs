@@ -11,8 +11,9 @@ use tract_onnx::tract_core::runtime::{Runnable, State};
 use tract_onnx::tract_hir::internal::DimLike;
 
 use super::tract_cache::{self, CacheKey, LoadCache};
-use super::{constant_dequantize, Prepared, Session};
+use super::{constant_dequantize, PrepareOptions, Prepared, Session};
 use crate::error::one_line;
+use crate::limits::MemoryLimit;
 use crate::model::{onnx, Model};
 use crate::tensor::ElementType;
 use crate::tensor::{Batch, DataType, HostTensor, TensorSpec};
@@ -30,9 +31,11 @@ pub fn invalid(path: &Path, stage: &str, e: TractError) -> Error {
     Error::InvalidModel { path: path.to_owned(), reason: format!("{stage}: {}", one_line(&e)) }
 }
 
-/// Parses the model, pins its input to `batch` and declutters it, or reads that result from the
-/// load cache where one is set (`tract_cache`).
-pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractModel> {
+/// Parses the model, pins its input to the batch size and declutters it, or reads that result from
+/// the load cache where one is set (`tract_cache`); refuses it where one of its tensors would take
+/// more than the memory limit.
+pub fn decluttered(model: &Model, options: &PrepareOptions, backend: &str) -> Result<TractModel> {
+    let batch = options.batch;
     let path = &model.onnx_path;
     let proto = model.onnx(&format!("the {backend} backend"))?;
     onnx::check_operators(path, proto, backend)?;
@@ -52,6 +55,7 @@ pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractMo
         }
         None => analyse()?,
     };
+    check_memory(path, &typed, options.memory)?;
     let outputs = typed
         .output_outlets()
         .map_err(|e| invalid("outputs", e))?
@@ -75,6 +79,20 @@ pub fn decluttered(model: &Model, batch: usize, backend: &str) -> Result<TractMo
         dtype: dtype.into(),
     };
     Ok(TractModel { typed, input, outputs })
+}
+
+/// Every tensor whose size the analysis knows, against the limit: a model may ask for any shape,
+/// and tract aborts the process when an allocation fails.
+fn check_memory(path: &Path, typed: &TypedModel, limit: MemoryLimit) -> Result<()> {
+    for node in typed.nodes() {
+        for output in &node.outputs {
+            let Some(shape) = output.fact.shape.as_concrete() else { continue };
+            let count = shape.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128));
+            let what = format!("{}: a tensor of shape {shape:?} (node '{}')", path.display(), node.name);
+            limit.check(&what, count, output.fact.datum_type.size_of() as u64)?;
+        }
+    }
+    Ok(())
 }
 
 /// tract's element type as edgert's; quantized 8- and 32-bit values by their storage type.

@@ -23,7 +23,7 @@ use crate::metrics::telemetry::Telemetry;
 use crate::metrics::{
     host::Host,
     memory,
-    stats::{ms, percentile_curve, LatencyStats},
+    stats::{ms, Latencies},
 };
 use crate::model::{inspect, Model};
 use crate::pipeline::{Pipeline, Sample};
@@ -38,7 +38,8 @@ pub struct BenchConfig {
     pub backend: String,
     pub backend_options: BackendOptions,
     pub batches: Vec<usize>,
-    pub threads: usize,
+    /// Threads and the memory limit; the batch is each of `batches` in turn.
+    pub prepare: PrepareOptions,
     pub warmup: Duration,
     pub duration: Duration,
     pub min_iterations: usize,
@@ -124,6 +125,9 @@ pub fn run(
     if config.batches.is_empty() || config.batches.contains(&0) {
         return Err(Error::Usage("--batch needs sizes of at least 1".into()));
     }
+    for &batch in &config.batches {
+        model.check_input_memory(batch, config.prepare.memory)?;
+    }
     let inputs = match config.source {
         // The frames come from the source.
         Some(_) => Inputs::Images(Vec::new()),
@@ -141,7 +145,7 @@ pub fn run(
     let mut backend_info = None;
     for &batch in &config.batches {
         let selected = backend::select_with(&config.backend, &config.backend_options)?;
-        let options = PrepareOptions { batch, threads: config.threads };
+        let options = PrepareOptions { batch, ..config.prepare };
         let started = Instant::now();
         let mut pipeline = Pipeline::open(model.clone(), selected, options)?;
         let load_ms = ms(started.elapsed());
@@ -208,7 +212,7 @@ pub fn run(
             weight_bytes,
         },
         backend,
-        threads: config.threads,
+        threads: config.prepare.threads,
         input: match (&config.source, &config.input) {
             (Some(source), _) => source.uri.clone(),
             (None, Some(path)) => path.display().to_string(),
@@ -265,30 +269,35 @@ fn measure(
     iterate(pipeline, samples, &mut cursor)?;
     let first_inference_ms = ms(first.elapsed());
     let warmup = Instant::now();
-    while warmup.elapsed() < config.warmup {
+    let stopped = || config.stop.load(Ordering::Relaxed);
+    while warmup.elapsed() < config.warmup && !stopped() {
         iterate(pipeline, samples, &mut cursor)?;
     }
-    let (mut pre, mut inf, mut post, mut total) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    // Fixed memory, however long the run (`Latencies`).
+    let [mut pre, mut inf, mut post, mut total] = std::array::from_fn(|_| Latencies::default());
     let mut device = Vec::new();
     let window = window::Window::open(probe, telemetry, &config.sensing);
     let started = Instant::now();
     let mut last_report = started;
-    while started.elapsed() < config.duration || total.len() < config.min_iterations {
+    // A stop (Ctrl-C, SIGTERM) ends the window after at least one measured iteration.
+    while (started.elapsed() < config.duration || total.count() < config.min_iterations)
+        && !(stopped() && total.count() > 0)
+    {
         let it = iterate(pipeline, samples, &mut cursor)?;
-        pre.push(ms(it.preprocess));
-        inf.push(ms(it.inference));
-        post.push(ms(it.postprocess));
-        total.push(ms(it.preprocess + it.inference + it.postprocess));
+        pre.record(ms(it.preprocess));
+        inf.record(ms(it.inference));
+        post.record(ms(it.postprocess));
+        total.record(ms(it.preprocess + it.inference + it.postprocess));
         device.extend(it.device);
         if last_report.elapsed() > Duration::from_millis(250) {
             last_report = Instant::now();
-            progress(&Progress { batch, elapsed: started.elapsed(), iterations: total.len() });
+            progress(&Progress { batch, elapsed: started.elapsed(), iterations: total.count() });
         }
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let (power, telemetry) = window.close(probe, telemetry, total.len());
-    let stats = |v: &[f64]| LatencyStats::from_ms(v).expect("at least one iteration");
-    let iterations = total.len();
+    let (power, telemetry) = window.close(probe, telemetry, total.count());
+    let stats = |v: &Latencies| v.stats().expect("at least one iteration");
+    let iterations = total.count();
     Ok(BatchRun {
         batch,
         load_ms,
@@ -306,7 +315,7 @@ fn measure(
             postprocess: stats(&post),
             end_to_end: stats(&total),
         },
-        end_to_end_cdf_ms: percentile_curve(&total),
+        end_to_end_cdf_ms: total.curve(),
         stream: None,
         device: report::DeviceStages::from_timings(&device),
     })

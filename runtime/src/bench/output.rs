@@ -1,5 +1,6 @@
 //! Writing a bench report: a table for people, CSV and JSON for tools.
 
+use std::io::Write;
 use std::path::Path;
 
 use super::report::{BatchRun, BenchReport};
@@ -91,7 +92,7 @@ pub fn text(report: &BenchReport) -> String {
 /// Writes any report as pretty JSON with a final newline.
 pub fn write_json(report: &impl serde::Serialize, path: &Path) -> Result<()> {
     let json = serde_json::to_string_pretty(report).expect("reports serialize");
-    std::fs::write(path, json + "\n")
+    crate::outfile::write_atomically(path, |file| writeln!(file, "{json}"))
         .map_err(|e| Error::Write { path: path.to_owned(), reason: e.to_string() })
 }
 
@@ -148,20 +149,21 @@ const COLUMNS: &[Column] = &[
 
 /// One row per batch size and stage.
 pub fn write_csv(report: &BenchReport, path: &Path) -> Result<()> {
-    let fail = |e: &dyn std::fmt::Display| Error::Write { path: path.to_owned(), reason: e.to_string() };
-    let mut writer = csv::Writer::from_path(path).map_err(|e| fail(&e))?;
-    writer.write_record(COLUMNS.iter().map(|c| c.0)).map_err(|e| fail(&e))?;
-    for run in &report.runs {
-        for (stage, stats) in run.stages.named() {
-            let row = COLUMNS.iter().map(|(name, value)| match *name {
-                "stage" => stage.to_string(),
-                _ => value(report, run, stats),
-            });
-            writer.write_record(row).map_err(|e| fail(&e))?;
+    let written = crate::outfile::write_atomically(path, |file| {
+        let mut writer = csv::Writer::from_writer(file);
+        writer.write_record(COLUMNS.iter().map(|c| c.0))?;
+        for run in &report.runs {
+            for (stage, stats) in run.stages.named() {
+                let row = COLUMNS.iter().map(|(name, value)| match *name {
+                    "stage" => stage.to_string(),
+                    _ => value(report, run, stats),
+                });
+                writer.write_record(row)?;
+            }
         }
-    }
-    writer.flush().map_err(|e| fail(&e))?;
-    Ok(())
+        writer.flush()
+    });
+    written.map_err(|e| Error::Write { path: path.to_owned(), reason: e.to_string() })
 }
 
 /// The camera pipeline's frames: end to end above is then glass to glass.

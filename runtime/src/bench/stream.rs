@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use super::report::BatchRun;
 use super::{power::PowerProbe, window::Window, BenchConfig, Progress, SourceBench};
 use crate::capture::source;
-use crate::metrics::{memory, stats::percentile_curve, telemetry::Telemetry};
+use crate::metrics::{memory, telemetry::Telemetry};
 use crate::pipeline::Pipeline;
 use crate::stream::{self, Ending, FrameResult, StreamConfig, StreamRun};
 use crate::{Error, Result};
@@ -57,7 +57,7 @@ pub fn measure(
         power,
         telemetry,
         stages,
-        end_to_end_cdf_ms: percentile_curve(&run.glass_to_glass_ms),
+        end_to_end_cdf_ms: run.glass_to_glass.curve(),
         stream: Some(run.stats),
         // The pipeline's inference thread owns the session; its GPU stages are not collected yet.
         device: None,

@@ -42,20 +42,37 @@ pub struct MjpegDecoder {
     pub stats: MjpegStats,
     /// Frames that decoded to another size than the stream's.
     wrong_size: u64,
+    /// Frames skipped since the last one that decoded.
+    in_a_row: u64,
 }
+
+/// Frames skipped in a row after which a stream counts as undecodable, not as having a bad
+/// moment: a second of a 30 fps camera. Without it a source of nothing but damaged frames would be
+/// read forever, deaf to time limits and signals.
+pub const SKIP_BUDGET: u64 = 30;
 
 impl MjpegDecoder {
     /// Decodes a frame of a stream of `size` frames (a camera's, a recording's); false when it is
-    /// skipped: truncated, corrupt, or of another size.
-    pub fn decode_sized(&mut self, jpeg: &[u8], size: (usize, usize)) -> bool {
-        match self.decode(jpeg).map(|f| (f.width, f.height)) {
-            Ok(decoded) if decoded == size => true,
-            Ok(_) => {
-                self.wrong_size += 1;
-                false
+    /// skipped: truncated, corrupt, or of another size. An error once `SKIP_BUDGET` frames in a
+    /// row were skipped.
+    pub fn decode_sized(&mut self, jpeg: &[u8], size: (usize, usize)) -> Result<bool, String> {
+        let why = match self.decode(jpeg).map(|f| (f.width, f.height)) {
+            Ok(decoded) if decoded == size => {
+                self.in_a_row = 0;
+                return Ok(true);
             }
-            Err(_) => false,
+            Ok((w, h)) => {
+                self.wrong_size += 1;
+                format!("{w}x{h}, not {}x{}", size.0, size.1)
+            }
+            Err(Skipped::Truncated) => "truncated".into(),
+            Err(Skipped::Corrupt(reason)) => reason,
+        };
+        self.in_a_row += 1;
+        if self.in_a_row >= SKIP_BUDGET {
+            return Err(format!("{SKIP_BUDGET} MJPEG frames in a row did not decode (the last: {why})"));
         }
+        Ok(false)
     }
 
     /// Frames `decode_sized` skipped.
@@ -84,11 +101,7 @@ impl MjpegDecoder {
         if !jpeg.starts_with(&SOI) {
             return Err(Skipped::Corrupt("no start-of-image marker".into()));
         }
-        // Drivers may pad a frame after its end marker.
-        let end = jpeg.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
-        if !jpeg[..end].ends_with(&EOI) {
-            return Err(Skipped::Truncated);
-        }
+        let Some(end) = end_of_image(jpeg) else { return Err(Skipped::Truncated) };
         let source = match missing_tables_at(&jpeg[..end]) {
             Some(sos) => {
                 self.with_tables.clear();
@@ -113,6 +126,18 @@ impl MjpegDecoder {
         decoder.decode_into(&mut self.rgb).map_err(|e| Skipped::Corrupt(e.to_string()))?;
         Ok((width, height))
     }
+}
+
+/// Where a JPEG ends: just past its end-of-image marker, which drivers may follow with zeros;
+/// `None` when it has none, cut short. The decoder would fill the missing rows with grey.
+pub fn end_of_image(jpeg: &[u8]) -> Option<usize> {
+    let end = jpeg.iter().rposition(|&b| b != 0).map_or(0, |i| i + 1);
+    jpeg[..end].ends_with(&EOI).then_some(end)
+}
+
+/// Whether bytes start as a JPEG does.
+pub fn is_jpeg(bytes: &[u8]) -> bool {
+    bytes.starts_with(&SOI)
 }
 
 /// Where the scan starts (its SOS marker) when no DHT segment comes before it; `None` when the

@@ -40,6 +40,12 @@ pub fn list_images(path: &Path) -> Result<Vec<PathBuf>> {
 /// Decodes an image file; anything undecodable is reported as "not an image".
 pub fn load_image(path: &Path) -> Result<DynamicImage> {
     let bytes = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+    if mjpeg::is_jpeg(&bytes) && mjpeg::end_of_image(&bytes).is_none() {
+        return Err(Error::input(
+            path,
+            "a JPEG cut short (no end-of-image marker): truncated or still being written",
+        ));
+    }
     image::load_from_memory(&bytes).map_err(|e| Error::input(path, format!("not an image ({e})")))
 }
 

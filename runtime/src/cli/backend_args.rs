@@ -8,6 +8,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use crate::backend::PrepareOptions;
+use crate::limits::MemoryLimit;
+
 #[cfg(feature = "ort")]
 use crate::backend::ort::{OrtOptions, Provider};
 #[cfg(feature = "tensorrt")]
@@ -16,6 +19,16 @@ use crate::backend::BackendOptions;
 
 #[derive(Args, Clone)]
 pub struct BackendFlags {
+    /// Intra-op threads (at most this machine's CPUs, unless --force-threads).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    threads: u16,
+    /// Take --threads as given, even past this machine's CPUs.
+    #[arg(long)]
+    force_threads: bool,
+    /// The most memory one input batch or model tensor may take [default: half of this
+    /// machine's memory].
+    #[arg(long, env = "EDGERT_MAX_MEMORY_MB", value_name = "MB", value_parser = clap::value_parser!(u64).range(1..))]
+    max_memory_mb: Option<u64>,
     #[cfg(feature = "ort")]
     #[command(flatten)]
     ort: OrtFlags,
@@ -25,6 +38,19 @@ pub struct BackendFlags {
 }
 
 impl BackendFlags {
+    /// Threads and the memory limit, at batch 1: `--threads` past this machine's CPUs is lowered
+    /// to them, with a warning, since more threads than cores only take turns.
+    pub fn prepare(&self) -> PrepareOptions {
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mut threads = self.threads as usize;
+        if threads > cpus && !self.force_threads {
+            eprintln!("edgert: warning: --threads {threads} is more than the {cpus} CPUs here; using {cpus} (--force-threads to insist)");
+            threads = cpus;
+        }
+        let memory = self.max_memory_mb.map_or_else(MemoryLimit::of_machine, MemoryLimit::from_mib);
+        PrepareOptions { batch: 1, threads, memory }
+    }
+
     pub fn options(&self) -> BackendOptions {
         BackendOptions {
             #[cfg(feature = "ort")]

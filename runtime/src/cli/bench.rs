@@ -49,6 +49,7 @@ pub struct BenchArgs {
 impl BenchArgs {
     fn config(&self, stop: Arc<AtomicBool>) -> Result<BenchConfig, Error> {
         self.source.check(&[])?;
+        super::check_outputs([&self.json, &self.csv])?;
         if self.batch.contains(&0) {
             return Err(Error::Usage("--batch sizes must be at least 1".into()));
         }
@@ -58,7 +59,7 @@ impl BenchArgs {
             backend: self.backend.clone(),
             backend_options: self.backend_flags.options(),
             batches: self.batch.clone(),
-            threads: timing.threads,
+            prepare: self.backend_flags.prepare(),
             warmup: timing.warmup,
             duration: timing.duration,
             min_iterations: timing.min_iterations,
@@ -75,11 +76,7 @@ impl BenchArgs {
 }
 
 pub fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let stop = match &args.source.source {
-        Some(_) => stop_on_signal()?,
-        None => Arc::default(),
-    };
-    let config = args.config(stop)?;
+    let config = args.config(stop_on_signal()?)?;
     let read = Instant::now();
     let model = args.model.load()?;
     let model_read = read.elapsed();

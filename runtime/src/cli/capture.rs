@@ -3,12 +3,13 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 
 use super::emit;
-use super::source_args::{positive, OpenArgs};
+use super::source_args::{seconds, stop_on_signal, OpenArgs, INTERRUPTED};
 use crate::capture::source::recording::Writer;
 use crate::capture::source::{self, Capture, SourceOptions};
 use crate::Error;
@@ -28,7 +29,7 @@ pub struct CaptureArgs {
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
     /// Seconds to wait for a frame before giving up.
-    #[arg(long, default_value_t = 5.0, value_parser = positive)]
+    #[arg(long, default_value_t = 5.0, value_parser = seconds)]
     timeout_s: f64,
 }
 
@@ -40,11 +41,16 @@ pub fn main(args: CaptureArgs) -> anyhow::Result<ExitCode> {
     if let Some(detail) = &info.detail {
         eprintln!("edgert: {}: {detail}", info.uri);
     }
+    // Ctrl-C or SIGTERM ends the recording with the frames so far, index and all.
+    let stop = stop_on_signal()?;
     let mut writer = Writer::create(&args.out, &info)?;
     let timeout = Duration::from_secs_f64(args.timeout_s);
     let started = Instant::now();
     let mut ended = false;
     for _ in 0..args.frames {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
         match source.capture(timeout)? {
             Capture::Frame(captured) => writer.push(&captured)?,
             Capture::EndOfStream => {
@@ -74,5 +80,5 @@ pub fn main(args: CaptureArgs) -> anyhow::Result<ExitCode> {
         args.out.display(),
         if ended { " (end of stream)" } else { "" }
     ))?;
-    Ok(ExitCode::SUCCESS)
+    Ok(if stop.load(Ordering::Relaxed) { ExitCode::from(INTERRUPTED) } else { ExitCode::SUCCESS })
 }

@@ -6,16 +6,14 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::bench::Sensing;
+use crate::limits;
 use crate::Error;
 
-/// How long and on how many threads to measure.
+/// How long to measure.
 #[derive(Args, Clone)]
 pub struct TimingArgs {
-    /// Intra-op threads.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    threads: u16,
     /// Warm-up before measuring, per batch size or variant.
-    #[arg(long, default_value_t = 200, value_name = "MS")]
+    #[arg(long, default_value_t = 200, value_name = "MS", value_parser = clap::value_parser!(u64).range(0..=3_600_000))]
     warmup_ms: u64,
     /// Measure at least this long, per batch size or variant.
     #[arg(long, default_value_t = 3.0, value_name = "S")]
@@ -26,7 +24,6 @@ pub struct TimingArgs {
 }
 
 pub struct Timing {
-    pub threads: usize,
     pub warmup: Duration,
     pub duration: Duration,
     pub min_iterations: usize,
@@ -34,13 +31,10 @@ pub struct Timing {
 
 impl TimingArgs {
     pub fn settings(&self) -> Result<Timing, Error> {
-        if !(self.duration_s.is_finite() && self.duration_s >= 0.0) {
-            return Err(Error::Usage(format!("--duration-s {} is not a duration", self.duration_s)));
-        }
+        let duration_s = limits::SECONDS.check("--duration-s", self.duration_s).map_err(usage)?;
         Ok(Timing {
-            threads: self.threads as usize,
             warmup: Duration::from_millis(self.warmup_ms),
-            duration: Duration::from_secs_f64(self.duration_s),
+            duration: Duration::from_secs_f64(duration_s),
             min_iterations: self.min_iterations.max(1),
         })
     }
@@ -53,26 +47,28 @@ pub struct PowerArgs {
     #[arg(long, env = "EDGERT_SYSFS_ROOT", default_value = "/", value_name = "DIR")]
     sysfs_root: PathBuf,
     /// Power sampling interval (never faster than the sensors' own update interval).
-    #[arg(long, default_value_t = 10, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 10, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=60_000))]
     power_interval_ms: u64,
     /// Idle power is measured this long before the first batch.
     #[arg(long, default_value_t = 0.5, value_name = "S")]
     idle_s: f64,
     /// Interval of the memory, clock, GPU-load and temperature samples.
-    #[arg(long, default_value_t = 250, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..))]
+    #[arg(long, default_value_t = 250, value_name = "MS", value_parser = clap::value_parser!(u64).range(10..=60_000))]
     telemetry_interval_ms: u64,
 }
 
 impl PowerArgs {
     pub fn settings(&self) -> Result<Sensing, Error> {
-        if !(self.idle_s.is_finite() && self.idle_s >= 0.0) {
-            return Err(Error::Usage(format!("--idle-s {} is not a duration", self.idle_s)));
-        }
+        let idle_s = limits::SECONDS.check("--idle-s", self.idle_s).map_err(usage)?;
         Ok(Sensing {
             sysfs_root: self.sysfs_root.clone(),
             power_interval: Duration::from_millis(self.power_interval_ms),
-            idle: Duration::from_secs_f64(self.idle_s),
+            idle: Duration::from_secs_f64(idle_s),
             telemetry_interval: Duration::from_millis(self.telemetry_interval_ms),
         })
     }
+}
+
+fn usage(e: limits::OutOfRange) -> Error {
+    Error::Usage(e.to_string())
 }

@@ -81,13 +81,25 @@ struct ModelArgs {
 
 impl ModelArgs {
     fn load(&self) -> crate::Result<Model> {
-        Model::load(&self.model, &BareModelOptions { task: self.task, labels: self.labels.clone() })
+        warned(Model::load(&self.model, &BareModelOptions { task: self.task, labels: self.labels.clone() }))
     }
 }
 
 /// A model named without task or labels flags (validate, tune): manifests say them.
 fn load_model(path: &std::path::Path) -> crate::Result<Model> {
-    Model::load(path, &BareModelOptions::default())
+    warned(Model::load(path, &BareModelOptions::default()))
+}
+
+fn warned(model: crate::Result<Model>) -> crate::Result<Model> {
+    for warning in model.iter().flat_map(Model::warnings) {
+        eprintln!("edgert: warning: {warning}");
+    }
+    model
+}
+
+/// Output files, checked writable before a run spends its time (`outfile::check_writable`).
+fn check_outputs<'a>(paths: impl IntoIterator<Item = &'a Option<PathBuf>>) -> crate::Result<()> {
+    paths.into_iter().flatten().try_for_each(|p| crate::outfile::check_writable(p))
 }
 
 /// A budget in percent, `1%` or `1`, as a fraction.
@@ -102,9 +114,17 @@ fn parse_budget(text: &str) -> Result<f64, String> {
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
+        // Help and version, asked for or shown for a bare command: clap's own text.
+        Err(e)
+            if !e.use_stderr()
+                || e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand =>
+        {
             let _ = e.print();
             return ExitCode::from(e.exit_code() as u8);
+        }
+        Err(e) => {
+            eprintln!("edgert: error: {}", usage_line(&e.render().to_string()));
+            return ExitCode::from(2);
         }
     };
     let result = match cli.command {
@@ -126,6 +146,14 @@ pub fn main() -> ExitCode {
             ExitCode::from(exit_code(&err))
         }
     }
+}
+
+/// Clap's usage error as one line, like every other error: its message (which may list missing
+/// arguments on lines of their own) without the usage and hint that follow.
+fn usage_line(rendered: &str) -> String {
+    let message = rendered.split("\n\n").next().unwrap_or(rendered);
+    let message = message.strip_prefix("error: ").unwrap_or(message);
+    message.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// 2 for bad input, 1 for anything else, read from the library error in the chain.

@@ -15,7 +15,7 @@ use crate::metrics::telemetry::{Snapshot, Telemetry};
 #[derive(Args)]
 pub struct MonitorArgs {
     /// Time between readings.
-    #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(u64).range(10..))]
+    #[arg(long, default_value_t = 1000, value_name = "N", value_parser = clap::value_parser!(u64).range(10..=3_600_000))]
     interval_ms: u64,
     /// Stop after this many readings (default: run until interrupted).
     #[arg(long, value_name = "N")]

@@ -52,9 +52,7 @@ pub fn main(args: ReportArgs) -> anyhow::Result<ExitCode> {
         ReportCommand::Merge { files, csv } => {
             let rows = merge::rows(&read_all(&files)?);
             if let Some(path) = csv {
-                let file = std::fs::File::create(&path)
-                    .map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
-                merge::write_csv(&rows, file)
+                crate::outfile::write_atomically(&path, |file| Ok(merge::write_csv(&rows, file)?))
                     .map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
             }
             emit(merge::markdown(&rows).trim_end())?;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use super::prediction_text::format_prediction;
 use super::{emit, ModelArgs};
-use crate::backend::{self, PrepareOptions};
+use crate::backend;
 use crate::capture;
 use crate::pipeline::{Pipeline, Sample};
 use clap::{ArgGroup, Args};
@@ -27,14 +27,11 @@ pub struct RunArgs {
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     frames: Option<u64>,
     /// With --source: stop capturing after this many seconds.
-    #[arg(long, value_parser = super::source_args::positive)]
+    #[arg(long, value_parser = super::source_args::seconds)]
     duration_s: Option<f64>,
     /// cpu, gpu (strict) or gpu-or-cpu (falls back to the CPU and says so).
     #[arg(long, default_value = "cpu")]
     backend: String,
-    /// Intra-op threads.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    threads: u16,
     /// Classes to show for classifiers (default: the manifest's top_k).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     top_k: Option<u16>,
@@ -53,8 +50,7 @@ pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(reason) = &selected.fallback {
         eprintln!("edgert: warning: backend {}: {reason}", selected.requested);
     }
-    let options = PrepareOptions { batch: 1, threads: args.threads as usize };
-    let mut pipeline = Pipeline::open(model, selected, options)?;
+    let mut pipeline = Pipeline::open(model, selected, args.backend_flags.prepare())?;
     match &args.input {
         Some(input) if capture::is_npz(input) => run_tensors(&mut pipeline, input, args.json),
         Some(input) => run_images(&mut pipeline, input, args.json),

@@ -9,6 +9,7 @@ use clap::Args;
 
 use crate::capture::source::camera_format::CameraFormat;
 use crate::capture::source::SourceOptions;
+use crate::limits;
 use crate::stream::{DropPolicy, StreamConfig};
 use crate::Error;
 
@@ -16,7 +17,7 @@ use crate::Error;
 #[derive(Args, Clone)]
 pub struct OpenArgs {
     /// Pace the source to this frame rate (a synthetic: URI's own @fps wins); a camera is asked for it.
-    #[arg(long, value_parser = positive)]
+    #[arg(long, value_parser = fps)]
     fps: Option<f64>,
     /// Start a file source again at its end.
     #[arg(long = "loop")]
@@ -72,7 +73,7 @@ pub struct SourceArgs {
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
     queue_depth: Option<u16>,
     /// Seconds without a frame after which the source counts as stalled or unplugged [default: 5].
-    #[arg(long, value_parser = positive)]
+    #[arg(long, value_parser = seconds)]
     timeout_s: Option<f64>,
     /// Where frames are preprocessed: cpu, or gpu (CUDA, straight into --backend tensorrt's input
     /// in GPU memory; frames read in place on a Jetson) [default: cpu].
@@ -126,11 +127,17 @@ impl SourceArgs {
     }
 }
 
-pub fn positive(text: &str) -> Result<f64, String> {
-    match text.parse::<f64>() {
-        Ok(v) if v > 0.0 && v.is_finite() => Ok(v),
-        _ => Err(format!("'{text}' is not a number above 0")),
+/// Seconds above 0 that a `Duration` holds and a run may last (`limits::SECONDS`).
+pub fn seconds(text: &str) -> Result<f64, String> {
+    match limits::SECONDS.parse("", text) {
+        Ok(v) if v > 0.0 => Ok(v),
+        _ => Err(format!("'{text}' is not a number of seconds in (0, {}]", limits::SECONDS.max)),
     }
+}
+
+/// A frame rate in `limits::FPS`.
+pub fn fps(text: &str) -> Result<f64, String> {
+    limits::FPS.parse("", text).map_err(|e| format!("'{text}' is not a frame rate in {}", e.range))
 }
 
 /// Set by the first Ctrl-C or SIGTERM, so the run stops and writes what it has; a second Ctrl-C

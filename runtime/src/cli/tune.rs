@@ -38,6 +38,7 @@ pub struct TuneArgs {
 }
 
 pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
+    super::check_outputs([&args.json, &args.plot])?;
     let timing = args.timing.settings()?;
     let base = load_model(&args.model)?;
     let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;
@@ -47,7 +48,7 @@ pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
         backends: args.backends.clone(),
         backend_options: args.backend_flags.options(),
         budget: args.data.budget,
-        threads: timing.threads,
+        prepare: args.backend_flags.prepare(),
         warmup: timing.warmup,
         duration: timing.duration,
         min_iterations: timing.min_iterations,

@@ -27,8 +27,6 @@ pub struct ValidateArgs {
     reference_backend: String,
     #[arg(long, default_value = "cpu")]
     candidate_backend: String,
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    threads: u16,
     /// Also write the report as JSON (schema edgert.validate/1).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
@@ -56,6 +54,7 @@ impl DataArgs {
 }
 
 pub fn main(args: ValidateArgs) -> anyhow::Result<ExitCode> {
+    super::check_outputs([&args.json])?;
     let reference = load_model(&args.reference)?;
     let candidate = load_model(&args.candidate)?;
     let data = args.data.load(&reference)?;
@@ -63,7 +62,7 @@ pub fn main(args: ValidateArgs) -> anyhow::Result<ExitCode> {
         reference_backend: args.reference_backend.clone(),
         candidate_backend: args.candidate_backend.clone(),
         backend_options: args.backend_flags.options(),
-        threads: args.threads as usize,
+        prepare: args.backend_flags.prepare(),
         budget: args.data.budget,
     };
     let report = validate::validate(&reference, &candidate, &data, &config)?;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::sysfs::{entries, read_trimmed, NumberFile};
+use crate::limits;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Clock {
@@ -68,7 +69,7 @@ impl ClockFiles {
     }
 
     fn read(&self) -> Option<Clock> {
-        let mhz = |f: &NumberFile| f.read().ok().map(|v| v * self.scale);
+        let mhz = |f: &NumberFile| f.read().ok().and_then(|v| limits::MHZ.check("", v * self.scale).ok());
         Some(Clock { cur_mhz: mhz(&self.cur)?, min_mhz: mhz(&self.min)?, max_mhz: mhz(&self.max)? })
     }
 }
@@ -110,9 +111,16 @@ impl ClockReader {
                 device: device.clone(),
                 clock: files.read(),
                 // `load` is per mille.
-                load_pct: load.as_ref().and_then(|l| l.read().ok()).map(|permille| permille / 10.0),
+                load_pct: load
+                    .as_ref()
+                    .and_then(|l| l.read().ok())
+                    .and_then(|permille| limits::PERCENT.check("", permille / 10.0).ok()),
             }),
-            emc_mhz: self.emc.as_ref().and_then(|f| f.read().ok()).map(|hz| hz / 1e6),
+            emc_mhz: self
+                .emc
+                .as_ref()
+                .and_then(|f| f.read().ok())
+                .and_then(|hz| limits::MHZ.check("", hz / 1e6).ok()),
         }
     }
 }

@@ -13,6 +13,9 @@ pub enum SensorError {
     /// A reading no sensor could make (infinite, or negative where it cannot be).
     #[error("{}: implausible reading {value}", path.display())]
     Implausible { path: PathBuf, value: f64 },
+    /// A number outside what the quantity can physically be (`limits::WATTS`, ...).
+    #[error(transparent)]
+    OutOfRange(#[from] crate::limits::OutOfRange),
     #[error("no RAPL counters under {}", base.display())]
     NoRapl { base: PathBuf },
     #[error("RAPL counters not readable: {}: {reason} (readable by root only since Linux 5.10)", path.display())]

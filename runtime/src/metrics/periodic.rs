@@ -23,8 +23,10 @@ impl Clock for SystemClock {
         self.epoch.elapsed().as_secs_f64()
     }
 
+    /// Parked rather than asleep, so `Periodic::finish` wakes it: a run's end does not wait out
+    /// a long interval.
     fn sleep(&mut self, seconds: f64) {
-        std::thread::sleep(Duration::from_secs_f64(seconds.max(0.0)));
+        std::thread::park_timeout(Duration::try_from_secs_f64(seconds).unwrap_or(Duration::ZERO));
     }
 }
 
@@ -83,6 +85,7 @@ impl<T: Send + 'static> Periodic<T> {
     /// Stops (after one last reading) and returns every reading in time order.
     pub fn finish(self) -> Vec<(f64, T)> {
         self.stop.store(true, Ordering::Release);
+        self.thread.thread().unpark();
         let mut readings = vec![self.first];
         readings.extend(self.thread.join().unwrap_or_default());
         readings

@@ -51,7 +51,12 @@ impl ZoneReader {
             .iter()
             .filter_map(|(name, temp, trip)| {
                 let celsius = temp.read().ok()? / 1e3;
-                (celsius > ABSENT_C).then(|| Zone { name: name.clone(), celsius, trip_c: *trip })
+                // Absent sensors read far below zero; a value past physics is no reading either.
+                (celsius > ABSENT_C && crate::limits::CELSIUS.check("", celsius).is_ok()).then(|| Zone {
+                    name: name.clone(),
+                    celsius,
+                    trip_c: *trip,
+                })
             })
             .collect()
     }

@@ -5,6 +5,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::frame::MAX_SIDE;
+use crate::limits::short;
 use crate::tensor::ElementType;
 use crate::{Error, Result};
 
@@ -193,6 +195,41 @@ pub struct YoloHead {
     pub anchors: Vec<[f32; 2]>,
 }
 
+/// A relative path with no `..`: the manifest's folder or below, as ONNX external data is.
+fn beside_manifest(file: &Path) -> bool {
+    use std::path::Component;
+    file.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir))
+}
+
+impl YoloSpec {
+    /// Thresholds are fractions and anchors real sizes; heads are checked against the model's
+    /// outputs when it loads (`postprocess::yolo`).
+    fn check(&self) -> Result<(), String> {
+        if self.heads.is_empty() {
+            return Err("[yolo] needs at least one [[yolo.heads]]".into());
+        }
+        for (name, v) in [("confidence", self.confidence), ("iou", self.iou)] {
+            if !(0.0..=1.0).contains(&v) {
+                return Err(format!("yolo.{name} = {v} is not in [0, 1]"));
+            }
+        }
+        for head in &self.heads {
+            if head.anchors.is_empty() {
+                return Err(format!("yolo head '{}' has no anchors", head.output));
+            }
+            if let Some(a) =
+                head.anchors.iter().flatten().find(|a| !(a.is_finite() && (1e-3..=1e5).contains(*a)))
+            {
+                return Err(format!(
+                    "yolo head '{}' has an anchor side of {a}, not in [0.001, 100000] pixels",
+                    head.output
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Manifest {
     /// Reads and parses a manifest; checks that need the model come later.
     pub fn read(path: &Path) -> Result<Manifest> {
@@ -216,11 +253,46 @@ impl Manifest {
                 return bad(format!("preprocess.{name} has {} values for {channels} channels", values.len()));
             }
         }
-        if self.preprocess.std.contains(&0.0) {
-            return bad("preprocess.std has a zero".into());
+        let p = &self.preprocess;
+        // Past these, a pixel's value overflows f32 or vanishes below its precision: NaN scores.
+        let magnitude = |name: &str, v: f32, min: f32, max: f32| {
+            (v.is_finite() && (min..=max).contains(&v.abs())).then_some(()).ok_or_else(|| {
+                let reason = format!(
+                    "preprocess.{name} = {} is not a number whose size is in [{min}, {max}]",
+                    short(v)
+                );
+                Error::manifest(path, reason)
+            })
+        };
+        magnitude("scale", p.scale, 1e-6, 1e3)?;
+        for &m in &p.mean {
+            magnitude("mean", m, 0.0, 1e4)?;
         }
-        if self.model.task == Task::Yolo && self.yolo.as_ref().is_none_or(|y| y.heads.is_empty()) {
-            return bad("task 'yolo' needs a [yolo] section with at least one [[yolo.heads]]".into());
+        for &s in &p.std {
+            magnitude("std", s, 1e-6, 1e4)?;
+        }
+        if let (Some(side), Some((h, w, _))) = (p.resize_short_side, self.image_geometry()) {
+            if !(h.max(w)..=MAX_SIDE).contains(&(side as usize)) {
+                let range = format!("[{}, {MAX_SIDE}]", h.max(w));
+                return bad(format!(
+                    "preprocess.resize_short_side = {side} is not in {range}: the crop must fit"
+                ));
+            }
+        }
+        for (name, file) in
+            [("model.file", Some(&self.model.file)), ("model.labels", self.model.labels.as_ref())]
+        {
+            if file.is_some_and(|f| !beside_manifest(f)) {
+                let file = file.map(|f| f.display().to_string()).unwrap_or_default();
+                return bad(format!("{name} '{file}' must name a file in the manifest's folder or below it"));
+            }
+        }
+        match (&self.yolo, self.model.task) {
+            (None, Task::Yolo) => {
+                return bad("task 'yolo' needs a [yolo] section with at least one [[yolo.heads]]".into())
+            }
+            (Some(yolo), _) => yolo.check().map_err(|reason| Error::manifest(path, reason))?,
+            (None, _) => {}
         }
         if self.classification.top_k == 0 {
             return bad("classification.top_k must be at least 1".into());

@@ -130,6 +130,28 @@ impl Model {
         shape
     }
 
+    /// Refuses a batch whose input (as f32, how edgert holds it) would take more than `limit`.
+    pub fn check_input_memory(&self, batch: usize, limit: crate::limits::MemoryLimit) -> Result<()> {
+        let shape = self.input_shape(batch);
+        let count = shape.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128));
+        let what = format!("{}: the input at batch {batch} ({shape:?})", self.source_path().display());
+        Ok(limit.check(&what, count, std::mem::size_of::<f32>() as u64)?)
+    }
+
+    /// What is suspicious but not wrong enough to refuse: a labels file whose names do not match
+    /// the classifier's classes.
+    pub fn warnings(&self) -> Vec<String> {
+        let classes = self.outputs.first().and_then(|o| o.shape.last().copied().flatten());
+        match (self.manifest.model.task, &self.labels, classes) {
+            (Task::Classification, Some(labels), Some(classes)) if labels.len() != classes => vec![format!(
+                "{}: the labels name {} classes, the model has {classes}",
+                self.source_path().display(),
+                labels.len()
+            )],
+            _ => Vec::new(),
+        }
+    }
+
     /// A display name for class `index`.
     pub fn label(&self, index: usize) -> String {
         match self.labels.as_ref().and_then(|l| l.get(index)) {

@@ -34,7 +34,30 @@ pub fn read_proto(path: &Path) -> Result<pb::ModelProto> {
             reason: "no graph with nodes and outputs".into(),
         });
     }
+    check_names(self::graph(&proto))
+        .map_err(|reason| Error::InvalidModel { path: path.to_owned(), reason })?;
     Ok(proto)
+}
+
+/// Every tensor the graph reads or outputs is made somewhere: by an input, a weight or a node.
+/// tract's parser assumes so and panics on a name nothing makes.
+fn check_names(g: &pb::GraphProto) -> std::result::Result<(), String> {
+    let made: HashSet<&str> = (g.input.iter().map(|v| v.name.as_str()))
+        .chain(g.initializer.iter().map(|t| t.name.as_str()))
+        .chain(g.node.iter().flat_map(|n| n.output.iter().map(String::as_str)))
+        .collect();
+    for node in &g.node {
+        if let Some(name) = node.input.iter().find(|i| !i.is_empty() && !made.contains(i.as_str())) {
+            return Err(format!(
+                "node '{}' ({}) reads '{name}', which nothing makes",
+                node.name, node.op_type
+            ));
+        }
+    }
+    match g.output.iter().find(|o| !made.contains(o.name.as_str())) {
+        Some(o) => Err(format!("graph output '{}' is made by no node", o.name)),
+        None => Ok(()),
+    }
 }
 
 pub fn graph(proto: &pb::ModelProto) -> &pb::GraphProto {

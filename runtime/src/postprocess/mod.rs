@@ -75,6 +75,8 @@ impl Postprocessor {
                         format!("yolo head output '{}' is not produced", head.output),
                     )
                 })?;
+                yolo::check_head(&outputs[index], head.anchors.len())
+                    .map_err(|reason| Error::manifest(model.source_path(), reason))?;
                 head_outputs.push(index);
             }
         }

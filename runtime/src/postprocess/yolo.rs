@@ -4,7 +4,7 @@
 use super::{nms, Detection};
 use crate::model::manifest::YoloSpec;
 use crate::preprocess::Geometry;
-use crate::tensor::HostTensor;
+use crate::tensor::{HostTensor, TensorSpec};
 
 fn sigmoid(x: f32) -> f32 {
     1.0 / (1.0 + (-x).exp())
@@ -23,6 +23,25 @@ impl<'a> HeadMap<'a> {
     pub fn from_tensor(tensor: &'a HostTensor, item: usize, anchors: &'a [[f32; 2]]) -> Option<Self> {
         let [_, _, h, w] = tensor.shape[..] else { return None };
         Some(HeadMap { values: tensor.item(item), grid_h: h, grid_w: w, anchors })
+    }
+}
+
+/// Whether a model's output can hold `anchors` boxes per cell of `[N, A*(5+C), H, W]`, C ≥ 1: a
+/// head that cannot would decode to nothing, silently.
+pub fn check_head(output: &TensorSpec, anchors: usize) -> Result<(), String> {
+    let name = &output.name;
+    match output.shape[..] {
+        [_, Some(channels), _, _] if channels % anchors == 0 && channels / anchors >= 6 => Ok(()),
+        [_, Some(channels), _, _] => {
+            Err(format!("yolo head '{name}' has {channels} channels, not {anchors} anchors × (5 + classes)"))
+        }
+        // What the backend does not know (a dynamic axis, an ONNX Runtime output of unknown
+        // rank) is checked as it decodes.
+        [_, None, _, _] | [] => Ok(()),
+        _ => Err(format!(
+            "yolo head '{name}' has shape {:?}, not [N, anchors × (5 + classes), H, W]",
+            output.shape
+        )),
     }
 }
 

@@ -176,6 +176,9 @@ pub fn compare(before: &BenchFile, after: &BenchFile) -> Comparison {
     }
 }
 
+/// A change smaller than this, in percent, is no change: below what any run repeats to.
+const SAME_PCT: f64 = 0.5;
+
 fn change(batch: usize, m: &Metric, before: Option<f64>, after: Option<f64>, spread: Option<f64>) -> Change {
     let change_pct = match (before, after) {
         (Some(b), Some(a)) if b != 0.0 => Some((a - b) / b * 100.0),
@@ -184,7 +187,7 @@ fn change(batch: usize, m: &Metric, before: Option<f64>, after: Option<f64>, spr
     };
     let verdict = match change_pct {
         None => Verdict::Missing,
-        Some(0.0) => Verdict::Same,
+        Some(c) if c.abs() < SAME_PCT => Verdict::Same,
         Some(c) if spread.is_some_and(|s| c.abs() < s * 100.0) => Verdict::Noise,
         Some(c) if (c < 0.0) == (m.better == Better::Lower) => Verdict::Better,
         Some(_) => Verdict::Worse,

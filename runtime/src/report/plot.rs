@@ -9,7 +9,11 @@ use super::read::{unique_labels, BenchFile, Run};
 use crate::{Error, Result};
 
 pub fn write_svg(files: &[BenchFile], path: &Path) -> Result<()> {
-    draw(files, path).map_err(|e| Error::Write { path: path.to_owned(), reason: e.to_string() })
+    let fail = |reason: String| Error::Write { path: path.to_owned(), reason };
+    let mut svg = String::new();
+    draw(files, &mut svg).map_err(|e| fail(e.to_string()))?;
+    crate::outfile::write_atomically(path, |file| std::io::Write::write_all(file, svg.as_bytes()))
+        .map_err(|e| fail(e.to_string()))
 }
 
 /// (latency ms, percentile) points of a run's CDF; reports without the curve give their percentiles.
@@ -28,8 +32,9 @@ fn cdf_points(run: &Run) -> Vec<(f64, f64)> {
     ]
 }
 
-fn draw(files: &[BenchFile], path: &Path) -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let root = SVGBackend::new(path, (1100, 900)).into_drawing_area();
+/// Draws into `svg`, filled when the drawing ends.
+fn draw(files: &[BenchFile], svg: &mut String) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let root = SVGBackend::with_string(svg, (1100, 900)).into_drawing_area();
     root.fill(&WHITE)?;
     let (top, bottom) = root.split_vertically(480);
     let (left, right) = bottom.split_horizontally(550);

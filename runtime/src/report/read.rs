@@ -97,15 +97,19 @@ impl BenchFile {
         if raw.runs.is_empty() {
             return Err(Error::input(path, "the report has no runs"));
         }
+        for run in &raw.runs {
+            check_latencies(run)
+                .map_err(|reason| Error::input(path, format!("batch {}: {reason}", run.batch)))?;
+        }
         Ok(BenchFile {
             path: path.to_owned(),
-            board: raw.provenance.board.unwrap_or(raw.host.cpu),
-            l4t: raw.provenance.l4t,
-            power_mode: raw.provenance.nvpmodel,
-            model: raw.model.path,
+            board: printable(raw.provenance.board.unwrap_or(raw.host.cpu)),
+            l4t: raw.provenance.l4t.map(printable),
+            power_mode: raw.provenance.nvpmodel.map(printable),
+            model: printable(raw.model.path),
             model_sha256: raw.model.sha256,
-            precision: raw.model.precision,
-            backend: raw.backend.name,
+            precision: printable(raw.model.precision),
+            backend: printable(raw.backend.name),
             runs: raw.runs,
         })
     }
@@ -119,6 +123,29 @@ impl BenchFile {
     pub fn label(&self) -> String {
         format!("{} · {} · {}", self.board, self.model_name(), self.backend)
     }
+}
+
+/// Latencies a run can have measured: finite and not negative. Anything else (an edited or
+/// damaged report) would compare as a change that never happened.
+fn check_latencies(run: &Run) -> std::result::Result<(), String> {
+    for (stage, s) in run.stages.named() {
+        let values = [s.min_ms, s.mean_ms, s.p50_ms, s.p90_ms, s.p95_ms, s.p99_ms, s.max_ms, s.cov];
+        if let Some(v) = values.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
+            return Err(format!("{stage} has a latency of {v}: not a duration"));
+        }
+    }
+    Ok(())
+}
+
+/// Text from a report as it can be shown in a table or a terminal: control characters (which a
+/// path may hold) written as escapes.
+fn printable(text: String) -> String {
+    if !text.chars().any(char::is_control) {
+        return text;
+    }
+    text.chars()
+        .map(|c| if c.is_control() { c.escape_default().to_string() } else { c.to_string() })
+        .collect()
 }
 
 /// Reads every file; the first bad one is the error.

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::capture::source::FrameSource;
-use crate::metrics::stats::LatencyStats;
+use crate::metrics::stats::Latencies;
 use crate::metrics::stats::Stages;
 use crate::pipeline::Pipeline;
 use crate::postprocess::Prediction;
@@ -101,11 +101,11 @@ pub struct Buffers {
 }
 
 /// The stats, each stage's latency distribution (inference batches; glass to glass as end to
-/// end, per frame), and the raw glass-to-glass samples for a CDF.
+/// end, per frame), and the glass-to-glass latencies for a CDF.
 pub struct StreamRun {
     pub stats: StreamStats,
     pub stages: Option<Stages>,
-    pub glass_to_glass_ms: Vec<f64>,
+    pub glass_to_glass: Latencies,
     pub inferences: usize,
 }
 
@@ -156,18 +156,17 @@ pub fn run(
         source,
     );
     let samples = measured.samples;
-    let stats = |v: &[f64]| LatencyStats::from_ms(v);
     let stages = (|| {
         Some(Stages {
-            preprocess: stats(&samples.preprocess)?,
-            inference: stats(&samples.inference)?,
-            postprocess: stats(&samples.postprocess)?,
-            end_to_end: stats(&samples.glass_to_glass)?,
+            preprocess: samples.preprocess.stats()?,
+            inference: samples.inference.stats()?,
+            postprocess: samples.postprocess.stats()?,
+            end_to_end: samples.glass_to_glass.stats()?,
         })
     })();
     let elapsed = measured.elapsed.as_secs_f64();
     let per_second = |n: u64| if elapsed > 0.0 { n as f64 / elapsed } else { 0.0 };
-    let processed = samples.glass_to_glass.len() as u64;
+    let processed = samples.glass_to_glass.count() as u64;
     Ok(StreamRun {
         stats: StreamStats {
             source: info.uri.clone(),
@@ -192,7 +191,7 @@ pub fn run(
             ending: measured.ending,
         },
         stages,
-        inferences: samples.inference.len(),
-        glass_to_glass_ms: samples.glass_to_glass,
+        inferences: samples.inference.count(),
+        glass_to_glass: samples.glass_to_glass,
     })
 }

@@ -13,7 +13,7 @@ use crate::backend::Session;
 use crate::capture::source::{Capture, FrameSource, SourceInfo};
 use crate::error::one_line;
 use crate::frame::Frame;
-use crate::metrics::stats::ms;
+use crate::metrics::stats::{ms, Latencies};
 use crate::pipeline::Postprocess;
 use crate::preprocess::plan::FramePlan;
 use crate::preprocess::Geometry;
@@ -52,10 +52,10 @@ struct BatchSlot {
 
 #[derive(Default)]
 pub(super) struct Samples {
-    pub preprocess: Vec<f64>,
-    pub inference: Vec<f64>,
-    pub postprocess: Vec<f64>,
-    pub glass_to_glass: Vec<f64>,
+    pub preprocess: Latencies,
+    pub inference: Latencies,
+    pub postprocess: Latencies,
+    pub glass_to_glass: Latencies,
 }
 
 pub(super) struct Measured {
@@ -352,7 +352,7 @@ fn postprocess_stage(
             let done = Instant::now();
             spent += done - started;
             let glass_to_glass = done - item.captured_at;
-            samples.glass_to_glass.push(ms(glass_to_glass));
+            samples.glass_to_glass.record(ms(glass_to_glass));
             let result = FrameResult {
                 sequence: item.sequence,
                 timestamp: item.timestamp,
@@ -365,9 +365,9 @@ fn postprocess_stage(
                 return ((samples, last), Err(StageError::Output(reason)));
             }
         }
-        samples.preprocess.push(ms(slot.preprocess));
-        samples.inference.push(ms(slot.inference));
-        samples.postprocess.push(ms(spent));
+        samples.preprocess.record(ms(slot.preprocess));
+        samples.inference.record(ms(slot.inference));
+        samples.postprocess.record(ms(spent));
         last = Some(Instant::now());
         tensors.give(slot);
     }

@@ -13,7 +13,8 @@ use crate::{Error, Result};
 fn pipeline(batch: usize) -> Pipeline {
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/digits_mlp_nchw.toml");
     let model = Model::load(&manifest, &Default::default()).unwrap();
-    Pipeline::open(model, backend::select("cpu").unwrap(), PrepareOptions { batch, threads: 1 }).unwrap()
+    Pipeline::open(model, backend::select("cpu").unwrap(), PrepareOptions { batch, ..Default::default() })
+        .unwrap()
 }
 
 fn config(drop: DropPolicy, frames: u64) -> StreamConfig {

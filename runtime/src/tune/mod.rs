@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::backend::{self, BackendOptions};
+use crate::backend::{self, BackendOptions, PrepareOptions};
 use crate::bench::{self, BenchConfig, Progress, Sensing};
 use crate::metrics::memory;
 use crate::model::Model;
@@ -23,7 +23,8 @@ pub struct TuneConfig {
     pub backends: Vec<String>,
     pub backend_options: BackendOptions,
     pub budget: f64,
-    pub threads: usize,
+    /// Threads and the memory limit; the batch is bench's.
+    pub prepare: PrepareOptions,
     pub warmup: Duration,
     pub duration: Duration,
     pub min_iterations: usize,
@@ -110,7 +111,7 @@ pub fn tune(
                     reference_backend: reference_backend.clone(),
                     candidate_backend: backend_name.clone(),
                     backend_options: config.backend_options.clone(),
-                    threads: config.threads,
+                    prepare: config.prepare,
                     budget: config.budget,
                 },
             )?;
@@ -123,7 +124,7 @@ pub fn tune(
                     backend: backend_name.clone(),
                     backend_options: config.backend_options.clone(),
                     batches: vec![1],
-                    threads: config.threads,
+                    prepare: config.prepare,
                     warmup: config.warmup,
                     duration: config.duration,
                     min_iterations: config.min_iterations,

@@ -8,15 +8,20 @@ use super::TuneReport;
 use crate::{Error, Result};
 
 pub fn write_svg(report: &TuneReport, path: &Path) -> Result<()> {
-    draw(report, path).map_err(|e| Error::Write { path: path.to_owned(), reason: e.to_string() })
+    let fail = |reason: String| Error::Write { path: path.to_owned(), reason };
+    let mut svg = String::new();
+    draw(report, &mut svg).map_err(|e| fail(e.to_string()))?;
+    crate::outfile::write_atomically(path, |file| std::io::Write::write_all(file, svg.as_bytes()))
+        .map_err(|e| fail(e.to_string()))
 }
 
 fn short_name(variant: &str) -> String {
     Path::new(variant).file_stem().map_or(variant.to_string(), |s| s.to_string_lossy().into_owned())
 }
 
-fn draw(report: &TuneReport, path: &Path) -> std::result::Result<(), Box<dyn std::error::Error>> {
-    let root = SVGBackend::new(path, (900, 560)).into_drawing_area();
+/// Draws into `svg`, filled when the drawing ends.
+fn draw(report: &TuneReport, svg: &mut String) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let root = SVGBackend::with_string(svg, (900, 560)).into_drawing_area();
     root.fill(&WHITE)?;
     let rows = &report.rows;
     // Room on the right for the last point's label.

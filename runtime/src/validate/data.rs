@@ -31,6 +31,13 @@ impl Dataset {
     /// Loads a dataset; tensors must fit `model`'s input.
     pub fn load(path: &Path, model: &Model, labels_csv: Option<&Path>) -> Result<Dataset> {
         let items = if capture::is_npz(path) {
+            if let Some(csv) = labels_csv {
+                let reason = format!(
+                    "--labels-csv {} labels image folders; an .npz's labels are its 'y'",
+                    csv.display()
+                );
+                return Err(Error::input(path, reason));
+            }
             Samples::Tensors(capture::npz::load(path, &model.manifest.input.shape[1..])?)
         } else {
             Samples::Images(image_items(path, labels_csv)?)

@@ -27,7 +27,8 @@ pub struct ValidateConfig {
     pub reference_backend: String,
     pub candidate_backend: String,
     pub backend_options: BackendOptions,
-    pub threads: usize,
+    /// Threads and the memory limit (the batch is 1).
+    pub prepare: PrepareOptions,
     /// Allowed loss as a fraction: 0.01 keeps ≥ 99 % of the reference's quality (MLPerf's rule).
     pub budget: f64,
 }
@@ -86,7 +87,7 @@ pub struct ValidateReport {
 
 fn open(model: &Model, backend_name: &str, config: &ValidateConfig) -> Result<Pipeline> {
     let selected = backend::select_with(backend_name, &config.backend_options)?;
-    Pipeline::open(model.clone(), selected, PrepareOptions { batch: 1, threads: config.threads })
+    Pipeline::open(model.clone(), selected, config.prepare)
 }
 
 /// Raw outputs and the prediction of one sample.
@@ -214,6 +215,6 @@ pub fn validate(
         mean_abs_diff: diff.mean(),
         map50,
         worst_inputs: worst,
-        gate: Gate { metric, value, required, within_budget: value >= required - 1e-12 },
+        gate: Gate { metric, value, required, within_budget: value.is_finite() && value >= required - 1e-12 },
     })
 }

@@ -67,6 +67,25 @@ pub fn emulated() -> bool {
     std::env::var_os("EDGERT_TEST_RUNNER").is_some_and(|r| !r.is_empty())
 }
 
+/// A path that cannot exist, whoever runs the test (root included) and whatever else runs on the
+/// machine: it lies under a regular file.
+pub fn missing(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml").join(name)
+}
+
+/// Runs edgert and checks the failure: exit code, one line, the message parts, no panic.
+pub fn fails(args: &[&str], code: i32, parts: &[&str]) {
+    let out = edgert(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
+    assert_eq!(err.lines().count(), 1, "one line: {err}");
+    assert!(err.starts_with("edgert: error: "), "{err}");
+    for part in parts {
+        assert!(err.contains(part), "{err:?} lacks {part:?}");
+    }
+    assert!(!err.contains("panicked") && !err.contains("backtrace"), "{err}");
+}
+
 pub fn stdout(o: &Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

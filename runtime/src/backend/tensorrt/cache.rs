@@ -95,7 +95,7 @@ pub fn write(engine: &Path, plan: &[u8], info: &EngineInfo) -> Result<()> {
 }
 
 fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    crate::user_cache::write_atomically(path, |file| file.write_all(bytes))
+    crate::outfile::write_atomically(path, |file| file.write_all(bytes))
         .map_err(|e| Error::Write { path: path.to_owned(), reason: e.to_string() })
 }
 

@@ -99,7 +99,7 @@ fn an_onnx_model_is_built_once_cached_and_runs_through_the_shims_calls() {
     let trt = backend(orin_trt10, dir.path());
     let model = model("digits_mlp_nchw.toml");
     for batch in [1, 4] {
-        let options = PrepareOptions { batch, threads: 1 };
+        let options = PrepareOptions { batch, ..Default::default() };
         let prepared = trt.prepare(&model, &options).unwrap();
         assert_eq!(prepared.inputs()[0].name, model.manifest.input.name);
         let mut session = prepared.spawn().unwrap();
@@ -123,7 +123,7 @@ fn an_onnx_model_is_built_once_cached_and_runs_through_the_shims_calls() {
     assert_eq!(engines.len(), 2, "{engines:?}");
     let modified = |p: &Path| std::fs::metadata(p).unwrap().modified().unwrap();
     let before: Vec<_> = engines.iter().map(|p| modified(p)).collect();
-    trt.prepare(&model, &PrepareOptions { batch: 4, threads: 1 }).unwrap();
+    trt.prepare(&model, &PrepareOptions { batch: 4, ..Default::default() }).unwrap();
     assert_eq!(engines_in(dir.path()).iter().map(|p| modified(p)).collect::<Vec<_>>(), before);
     let info = cache::read_info(&engines[0]).unwrap().unwrap();
     assert_eq!(
@@ -231,7 +231,7 @@ fn a_fixed_batch_model_at_another_batch_is_refused_before_building_or_caching() 
     });
     let cache = dir.path().join("engines");
     let trt = backend(orin_trt10, &cache);
-    let error = trt.prepare(&fixed, &PrepareOptions { batch: 4, threads: 1 }).err().unwrap();
+    let error = trt.prepare(&fixed, &PrepareOptions { batch: 4, ..Default::default() }).err().unwrap();
     let message = error.to_string();
     assert!(message.contains("fixed_batch.toml: input 'input' has the fixed shape 1x1x8x8"), "{message}");
     assert!(message.contains("not 4x1x8x8") && message.contains("dynamic batch"), "{message}");
@@ -415,7 +415,7 @@ fn an_engine_with_f16_inputs_and_outputs_is_fed_and_read_through_f32() {
     assert_eq!((prepared.inputs()[0].dtype, prepared.outputs()[0].dtype), (DataType::F16, DataType::F16));
     let got = prepared.spawn().unwrap().run(&digits(2)).unwrap();
     let model = model("digits_mlp_nchw.toml");
-    let options = PrepareOptions { batch: 2, threads: 1 };
+    let options = PrepareOptions { batch: 2, ..Default::default() };
     let want = CpuBackend.prepare(&model, &options).unwrap().spawn().unwrap().run(&digits(2)).unwrap();
     assert_eq!(got[0].shape, want[0].shape);
     // The input and the outputs each lose bits to f16: within a few f16 steps of the f32 answer.
@@ -552,7 +552,7 @@ fn sparsity_and_the_build_number_are_part_of_the_cache_key() {
 fn an_input_already_on_the_gpu_is_bound_in_place_and_gives_the_same_outputs() {
     let dir = tempfile::tempdir().unwrap();
     let prepared = backend(orin_trt10, dir.path())
-        .prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions { batch: 2, threads: 1 })
+        .prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions { batch: 2, ..Default::default() })
         .unwrap();
     let mut session = prepared.spawn().unwrap();
     assert!(session.takes_device_input());

@@ -143,11 +143,11 @@ pub enum CacheError {
     Folder { dir: std::path::PathBuf, reason: std::io::Error },
 }
 
-/// Writes `model` to `path`, atomically (`user_cache::write_atomically`).
+/// Writes `model` to `path`, atomically (`outfile::write_atomically`).
 pub fn store(path: &Path, model: &TypedModel) -> Result<(), CacheError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|reason| CacheError::Folder { dir: dir.to_owned(), reason })?;
-    Ok(crate::user_cache::write_atomically(path, |file| {
+    Ok(crate::outfile::write_atomically(path, |file| {
         nnef()
             .write_to_tar_with_config(model, file, false, true)
             .map(drop)

@@ -433,7 +433,7 @@ fn shipped(name: &str) -> (TypedModel, TypedModel, crate::pipeline::Pipeline) {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let model = crate::model::Model::load(format!("{root}/models/{name}.toml").as_ref(), &Default::default())
         .unwrap();
-    let plain = super::super::tract_model::decluttered(&model, 1, "cpu").unwrap().typed;
+    let plain = super::super::tract_model::decluttered(&model, &Default::default(), "cpu").unwrap().typed;
     let mut ours = plain.clone();
     rewrite(&mut ours).unwrap();
     let pipeline =

@@ -8,7 +8,7 @@ pub enum SourceError {
     NoPath,
     #[error("unknown pixel format '{name}' (known: {known})")]
     UnknownPixelFormat { name: String, known: String },
-    #[error("'{0}' is not a frame rate above 0")]
+    #[error("'{0}' is not a frame rate in {range}", range = crate::limits::FPS)]
     FrameRate(String),
     #[error("'{0}' is not a frame size WxH between 1x1 and 16384x16384")]
     FrameSize(String),

@@ -87,6 +87,11 @@ impl FrameSource for Replay {
         // Until a frame decodes, where frames are JPEGs.
         let (sequence, timestamp) = loop {
             if self.next == count {
+                let decoded = self.mjpeg.as_ref().is_none_or(|m| m.stats.decoded > 0);
+                if !decoded {
+                    let reason = format!("none of the recording's {count} MJPEG frames decodes");
+                    return Err(Error::input(&self.reader.raw_path, reason));
+                }
                 if !self.looped {
                     return Ok(Capture::EndOfStream);
                 }
@@ -101,7 +106,13 @@ impl FrameSource for Replay {
             let timestamp_ns =
                 self.reader.index.frames[self.next].timestamp_ns + self.loops * self.loop_length_ns;
             self.next += 1;
-            if self.mjpeg.as_mut().is_none_or(|mjpeg| mjpeg.decode_sized(&self.buffer, (width, height))) {
+            let decoded = match self.mjpeg.as_mut() {
+                Some(mjpeg) => mjpeg
+                    .decode_sized(&self.buffer, (width, height))
+                    .map_err(|reason| Error::input(&self.reader.raw_path, reason))?,
+                None => true,
+            };
+            if decoded {
                 break (n, Duration::from_nanos(timestamp_ns));
             }
         };

@@ -17,6 +17,10 @@ use crate::{Error, Result};
 pub const SCHEMA: &str = "edgert.recording/1";
 const INDEX: &str = "frames.json";
 const RAW: &str = "frames.raw";
+/// The frames and the index while they are written: renamed to `RAW` and `INDEX` by `finish`,
+/// removed if it never comes, so a recording already in the folder stays whole.
+const PARTIAL: &str = "frames.raw.partial";
+const INDEX_PARTIAL: &str = "frames.json.partial";
 /// The index's format for frames kept as JPEGs.
 pub const MJPEG: &str = "mjpeg";
 
@@ -48,9 +52,12 @@ pub fn is_recording(dir: &Path) -> bool {
     dir.join(INDEX).is_file()
 }
 
+/// Writes a recording whole or not at all: the frames go to `PARTIAL` until `finish` renames them
+/// and writes the index; a writer dropped before that (an error, a full disk) removes them.
 pub struct Writer {
     dir: PathBuf,
     raw: BufWriter<File>,
+    finished: bool,
     index: Index,
     offset: u64,
     frame_bytes: usize,
@@ -61,7 +68,7 @@ impl Writer {
         let write_error =
             |path: &Path, e: std::io::Error| Error::Write { path: path.to_owned(), reason: e.to_string() };
         std::fs::create_dir_all(dir).map_err(|e| write_error(dir, e))?;
-        let raw_path = dir.join(RAW);
+        let raw_path = dir.join(PARTIAL);
         let raw = File::create(&raw_path).map_err(|e| write_error(&raw_path, e))?;
         let index = Index {
             schema: SCHEMA.into(),
@@ -73,7 +80,8 @@ impl Writer {
             frames: Vec::new(),
         };
         let frame_bytes = info.format.frame_bytes(info.stride, info.height);
-        Ok(Writer { dir: dir.to_owned(), raw: BufWriter::new(raw), index, offset: 0, frame_bytes })
+        let raw = BufWriter::new(raw);
+        Ok(Writer { dir: dir.to_owned(), raw, finished: false, index, offset: 0, frame_bytes })
     }
 
     /// Appends a frame: the JPEG it came as where there is one (then every frame must have one),
@@ -91,7 +99,7 @@ impl Writer {
                 return Err(Error::Write { path: self.dir.join(RAW), reason });
             }
         };
-        self.raw.write_all(bytes).map_err(|e| self.error(RAW, e))?;
+        self.raw.write_all(bytes).map_err(|e| self.error(PARTIAL, e))?;
         self.index.frames.push(FrameEntry {
             sequence: captured.sequence,
             timestamp_ns: captured.timestamp.as_nanos() as u64,
@@ -104,14 +112,29 @@ impl Writer {
 
     /// Flushes the frames and writes the index; a recording without its index is not one.
     pub fn finish(mut self) -> Result<Index> {
-        self.raw.flush().map_err(|e| self.error(RAW, e))?;
+        self.raw.flush().map_err(|e| self.error(PARTIAL, e))?;
         let json = serde_json::to_string_pretty(&self.index).expect("the index serializes");
-        std::fs::write(self.dir.join(INDEX), json + "\n").map_err(|e| self.error(INDEX, e))?;
-        Ok(self.index)
+        crate::outfile::write_atomically(&self.dir.join(INDEX_PARTIAL), |file| writeln!(file, "{json}"))
+            .map_err(|e| self.error(INDEX, e))?;
+        // Renames take no space: past the writes above, nothing but the folder vanishing stops them.
+        for (from, to) in [(PARTIAL, RAW), (INDEX_PARTIAL, INDEX)] {
+            std::fs::rename(self.dir.join(from), self.dir.join(to)).map_err(|e| self.error(to, e))?;
+        }
+        self.finished = true;
+        Ok(self.index.clone())
     }
 
     fn error(&self, name: &str, e: std::io::Error) -> Error {
         Error::Write { path: self.dir.join(name), reason: e.to_string() }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = std::fs::remove_file(self.dir.join(PARTIAL));
+            let _ = std::fs::remove_file(self.dir.join(INDEX_PARTIAL));
+        }
     }
 }
 
@@ -126,7 +149,7 @@ pub struct Reader {
     /// Bytes of a frame (a raw one; JPEGs have their own lengths).
     pub frame_bytes: usize,
     raw: File,
-    raw_path: PathBuf,
+    pub raw_path: PathBuf,
 }
 
 impl Reader {
@@ -159,7 +182,14 @@ impl Reader {
                 ));
             }
             let length = match entry.length {
-                Some(length) => length,
+                Some(length) if encoded || length == frame_bytes as u64 => length,
+                Some(length) => {
+                    let reason = format!(
+                        "frame {i} has {length} bytes; a {} frame of this size has {frame_bytes}",
+                        index.format
+                    );
+                    return Err(Error::input(&index_path, reason));
+                }
                 None if !encoded => frame_bytes as u64,
                 None => return Err(Error::input(&index_path, format!("MJPEG frame {i} has no length"))),
             };

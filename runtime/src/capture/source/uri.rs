@@ -44,9 +44,9 @@ fn synthetic(spec: &str) -> Result<SourceUri, SourceError> {
         None => (spec, PixelFormat::Yuyv),
     };
     let (size, fps) = match size_rate.split_once('@') {
-        Some((size, rate)) => match rate.parse::<f64>() {
-            Ok(fps) if fps > 0.0 && fps.is_finite() => (size, Some(fps)),
-            _ => return Err(SourceError::FrameRate(rate.into())),
+        Some((size, rate)) => match crate::limits::FPS.parse("", rate) {
+            Ok(fps) => (size, Some(fps)),
+            Err(_) => return Err(SourceError::FrameRate(rate.into())),
         },
         None => (size_rate, None),
     };

@@ -220,7 +220,11 @@ impl FrameSource for V4l2 {
             let (data, meta) = self.stream.next().map_err(failed)?;
             self.started = true;
             let used = (meta.bytesused as usize).min(data.len());
-            if self.mjpeg.decode_sized(&data[..used], (width, height)) {
+            if self
+                .mjpeg
+                .decode_sized(&data[..used], (width, height))
+                .map_err(|e| Error::input(&self.path, e))?
+            {
                 let (timestamp, at) = when(&mut self.first_timestamp, meta.timestamp, meta.flags);
                 // Kept past the next dequeue, for a recording to store as it came.
                 if let Some(jpeg) = &mut self.jpeg {

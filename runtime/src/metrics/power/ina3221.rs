@@ -13,6 +13,10 @@ fn skipped(label: &str, channel: u32) -> bool {
         || channel >= 7
 }
 
+/// The sensor's averaging interval is the floor of power sampling; the INA3221's longest real
+/// one is well under this, and a larger value (a damaged or hostile tree) would stall a run.
+const MAX_UPDATE_INTERVAL_MS: u64 = 1000;
+
 /// JetPack 5/6: every `hwmon*` named `ina3221` (AGX Orin has two), rails from `inN_label`.
 pub fn hwmon(root: &Path) -> Option<(Vec<Rail>, Option<u64>)> {
     let mut rails = Vec::new();
@@ -21,8 +25,10 @@ pub fn hwmon(root: &Path) -> Option<(Vec<Rail>, Option<u64>)> {
         if read_trimmed(&dir.join("name")).as_deref() != Some("ina3221") {
             continue;
         }
-        interval =
-            interval.or_else(|| read_trimmed(&dir.join("update_interval")).and_then(|v| v.parse().ok()));
+        interval = interval.or_else(|| {
+            let ms: u64 = read_trimmed(&dir.join("update_interval"))?.parse().ok()?;
+            Some(ms.min(MAX_UPDATE_INTERVAL_MS))
+        });
         for channel in 1..=8 {
             let Some(label) = read_trimmed(&dir.join(format!("in{channel}_label"))) else { continue };
             if skipped(&label, channel) {

@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::limits;
 use crate::metrics::error::SensorError;
 use crate::metrics::sysfs::NumberFile as OpenFile;
 use crate::metrics::tegrastats;
@@ -47,6 +48,8 @@ enum OpenReading {
 /// The sensors with their files open (or tegrastats running), for repeated reading.
 pub struct OpenSensors {
     readings: Vec<OpenReading>,
+    /// The rails' names, in the readings' order.
+    names: Vec<String>,
     total: Option<usize>,
     tegrastats: Option<tegrastats::Stream>,
 }
@@ -59,15 +62,21 @@ impl OpenSensors {
         let now = Instant::now();
         self.readings
             .iter_mut()
-            .map(|r| match r {
-                OpenReading::Milliwatts(f) => Ok(f.number()? / 1e3),
-                OpenReading::VoltsAmps(v, a) => Ok(v.number()? * a.number()? / 1e6),
-                OpenReading::Microjoules { file, counter } => counter.watts(file.number()?, now),
-                OpenReading::Tegrastats(name) => line
-                    .as_ref()
-                    .and_then(|l| l.rails_mw.iter().find(|r| &r.0 == name))
-                    .map(|r| r.1 / 1e3)
-                    .ok_or_else(|| SensorError::TegrastatsNoRail(name.clone())),
+            .zip(&self.names)
+            .map(|(r, name)| {
+                // A sensor's reading must be a rail's; a counter's rate over a short interval may
+                // be anything its arithmetic gives.
+                let reading = |watts: f64| Ok(limits::WATTS.check(&format!("rail {name}: watts"), watts)?);
+                match r {
+                    OpenReading::Milliwatts(f) => reading(f.number()? / 1e3),
+                    OpenReading::VoltsAmps(v, a) => reading(v.number()? * a.number()? / 1e6),
+                    OpenReading::Microjoules { file, counter } => counter.watts(file.number()?, now),
+                    OpenReading::Tegrastats(name) => line
+                        .as_ref()
+                        .and_then(|l| l.rails_mw.iter().find(|r| &r.0 == name))
+                        .ok_or_else(|| SensorError::TegrastatsNoRail(name.clone()))
+                        .and_then(|r| reading(r.1 / 1e3)),
+                }
             })
             .collect()
     }
@@ -193,7 +202,8 @@ impl PowerSensors {
             std::thread::sleep(Duration::from_millis(RAPL_MIN_INTERVAL_MS));
         }
         let total = self.total_rail.as_ref().and_then(|t| self.rails.iter().position(|r| &r.name == t));
-        Ok(OpenSensors { readings, total, tegrastats })
+        let names = self.rails.iter().map(|r| r.name.clone()).collect();
+        Ok(OpenSensors { readings, names, total, tegrastats })
     }
 
     /// Watts per rail now (`None` for a rail that failed), and the total.

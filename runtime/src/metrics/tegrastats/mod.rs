@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
+use crate::limits;
 use crate::metrics::error::SensorError;
 
 /// One parsed line. Power rails keep the line's order.
@@ -40,13 +41,17 @@ fn load_at(token: &str) -> Option<(f64, Option<f64>)> {
         Some((l, f)) => (l, f.trim_matches(|c| c == '[' || c == ']').split(',').next()),
         None => (token, None),
     };
-    Some((load.strip_suffix('%')?.parse().ok()?, freq.and_then(|f| f.parse().ok())))
+    let load = limits::PERCENT.check("", load.strip_suffix('%')?.parse().ok()?).ok()?;
+    Some((load, freq.and_then(|f| limits::MHZ.check("", f.parse().ok()?).ok())))
 }
 
 /// A rail's reading: `4977mW/4977mW` (JetPack 5/6) or `1191/1191` (JetPack 4): current/average.
 fn milliwatts(token: &str) -> Option<f64> {
     let (current, average) = token.split_once('/')?;
-    let number = |s: &str| s.strip_suffix("mW").unwrap_or(s).parse::<f64>().ok();
+    let number = |s: &str| {
+        let mw = s.strip_suffix("mW").unwrap_or(s).parse::<f64>().ok()?;
+        limits::WATTS.check("", mw / 1e3).ok().map(|_| mw)
+    };
     number(average)?;
     number(current)
 }
@@ -60,7 +65,8 @@ fn is_rail_name(name: &str) -> bool {
 fn temperature(token: &str) -> Option<(String, f64)> {
     let (name, value) = token.split_once('@')?;
     let celsius: f64 = value.strip_suffix('C')?.parse().ok()?;
-    (celsius > -255.0 && !name.is_empty()).then(|| (name.to_string(), celsius))
+    let real = celsius > -255.0 && limits::CELSIUS.check("", celsius).is_ok();
+    (real && !name.is_empty()).then(|| (name.to_string(), celsius))
 }
 
 pub fn parse(text: &str) -> Line {

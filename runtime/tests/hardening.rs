@@ -1,0 +1,382 @@
+//! Inputs a careless user, a damaged file or a hostile one make: each gets one line and the right
+//! exit code, a warning, or a correct answer; never a panic, an abort, a hang, a lost or
+//! half-written file, or a confident answer made of NaN.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::*;
+use prost::Message;
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn hostile(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/hostile").join(name)
+}
+
+fn digits() -> &'static str {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../models/digits_mlp_nchw.toml")
+}
+
+/// A copy of a manifest beside its model in `dir`, with `edit` applied to its text.
+fn edited(dir: &Path, manifest: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(model(manifest)).unwrap();
+    for line in text.lines() {
+        if let Some(file) = line.strip_prefix("file = \"").or_else(|| line.strip_prefix("labels = \"")) {
+            let file = file.trim_end_matches('"');
+            std::fs::copy(model(file), dir.join(file)).unwrap();
+        }
+    }
+    let path = dir.join(manifest);
+    std::fs::write(&path, edit(text)).unwrap();
+    path
+}
+
+fn copy_tree(from: &Path, to: &Path) {
+    let status = std::process::Command::new("cp").arg("-r").arg(from).arg(to).status().unwrap();
+    assert!(status.success());
+}
+
+#[test]
+fn a_graph_output_that_nothing_makes_is_an_invalid_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut proto =
+        tract_onnx::pb::ModelProto::decode(&*std::fs::read(model("digits_mlp_nchw.onnx")).unwrap()).unwrap();
+    proto.graph.as_mut().unwrap().output[0].name = "nowhere".into();
+    let path = dir.path().join("dangling.onnx");
+    std::fs::write(&path, proto.encode_to_vec()).unwrap();
+    fails(&["inspect", "-m", s(&path)], 2, &[s(&path), "graph output 'nowhere' is made by no node"]);
+    let input = model("digits_test.npz");
+    fails(&["run", "-m", s(&path), "--input", s(&input)], 2, &["made by no node"]);
+}
+
+#[test]
+fn what_would_not_fit_in_memory_is_refused_before_it_is_allocated() {
+    let expand = hostile("expand_huge.onnx");
+    let tensor =
+        "a tensor of shape [100000, 1000000] (node 'y') would take 372.5 GiB, more than the memory limit";
+    fails(&["bench", "-m", s(&expand), "--duration-s", "0"], 2, &[s(&expand), tensor]);
+    let mobilenet = model("mobilenetv2_int8_qdq.toml");
+    let batch = ["bench", "-m", s(&mobilenet), "--batch", "1000000", "--duration-s", "0"];
+    fails(&batch, 2, &["the input at batch 1000000 ([1000000, 3, 224, 224])", "memory limit"]);
+    // The limit is the user's to set.
+    let small = ["bench", "-m", digits(), "--batch", "100000", "--max-memory-mb", "1", "--duration-s", "0"];
+    fails(&small, 2, &["24.4 MiB, more than the memory limit of 1.0 MiB (--max-memory-mb)"]);
+}
+
+#[test]
+fn numbers_that_no_duration_or_rate_can_hold_are_refused_with_their_range() {
+    let m = digits();
+    let cases: [(&[&str], &str); 6] = [
+        (
+            &["run", "-m", m, "--source", "synthetic:64x48@1e-300"],
+            "'1e-300' is not a frame rate in [0.001, 10000]",
+        ),
+        (&["run", "-m", m, "--source", "synthetic:64x48", "--fps", "1e-300"], "is not a frame rate in"),
+        (&["run", "-m", m, "--source", "synthetic:64x48", "--timeout-s", "1e300"], "seconds in (0, 1000000]"),
+        (
+            &["run", "-m", m, "--source", "synthetic:64x48", "--duration-s", "1e300"],
+            "seconds in (0, 1000000]",
+        ),
+        (&["bench", "-m", m, "--duration-s", "1e300"], "--duration-s 1e300 is not a number in [0, 1000000]"),
+        (&["bench", "-m", m, "--idle-s", "inf"], "--idle-s inf is not a number in [0, 1000000]"),
+    ];
+    for (args, message) in cases {
+        fails(args, 2, &[message]);
+    }
+}
+
+#[test]
+fn usage_errors_are_one_line_like_every_other_error() {
+    fails(&["run", "-m", digits(), "--source", "synthetic:8x8", "--fps", "x"], 2, &["--fps"]);
+    fails(&["run"], 2, &["the following required arguments were not provided: --model"]);
+    fails(&["bogus"], 2, &["unrecognized subcommand 'bogus'"]);
+}
+
+#[test]
+fn threads_past_the_cpus_are_capped_with_a_warning_unless_forced() {
+    let input = model("digits_test.npz");
+    let out = edgert(&["run", "-m", digits(), "--input", s(&input), "--threads", "65535"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stderr(&out).contains("edgert: warning: --threads 65535 is more than the"), "{}", stderr(&out));
+}
+
+/// A recording whose index disagrees with its frames.
+fn recording_with(dir: &Path, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/yuyv-320x240");
+    let copy = dir.join("recording");
+    copy_tree(&fixture, &copy);
+    let index = copy.join("frames.json");
+    let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    edit(&mut json);
+    std::fs::write(&index, json.to_string()).unwrap();
+    copy
+}
+
+#[test]
+fn recordings_whose_index_disagrees_with_their_frames_are_refused() {
+    type Edit = fn(&mut serde_json::Value);
+    let cases: [(Edit, &str); 3] = [
+        (
+            |j| j["frames"][0]["length"] = 10.into(),
+            "frame 0 has 10 bytes; a yuyv frame of this size has 153600",
+        ),
+        (|j| j["frames"][1]["length"] = 0.into(), "frame 1 has 0 bytes"),
+        (|j| j["width"] = (1u64 << 63).into(), "is over 16384 pixels a side"),
+    ];
+    for (edit, message) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let uri = format!("file:{}", recording_with(dir.path(), edit).display());
+        fails(&["run", "-m", digits(), "--source", &uri], 2, &["frames.json", message]);
+    }
+}
+
+/// The MJPEG fixture's folder with its frames replaced by `frames` frames of garbage.
+fn garbage_mjpeg(dir: &Path, frames: usize) -> String {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/mjpeg-320x240");
+    let copy = dir.join("garbage");
+    copy_tree(&fixture, &copy);
+    let garbage: Vec<u8> = (0..5000).map(|i| (i * 7 + 3) as u8).collect();
+    std::fs::write(copy.join("frames.raw"), &garbage).unwrap();
+    let index = copy.join("frames.json");
+    let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
+    json["frames"] = (0..frames)
+        .map(|i| serde_json::json!({"sequence": i, "timestamp_ns": i * 1000, "offset": 0, "length": garbage.len()}))
+        .collect();
+    std::fs::write(&index, json.to_string()).unwrap();
+    format!("file:{}", copy.display())
+}
+
+#[test]
+fn a_source_of_nothing_but_undecodable_frames_ends_with_an_error() {
+    // `run` through the pipeline reports what it did, then why it ended: a failure while running.
+    let ends_with = |out: &std::process::Output, code: i32, message: &str| {
+        assert_eq!(out.status.code(), Some(code), "{}", stderr(out));
+        let last = stderr(out).lines().last().unwrap_or_default().to_string();
+        assert!(last.starts_with("edgert: error: ") && last.contains(message), "{last}");
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let few = garbage_mjpeg(dir.path(), 2);
+    ends_with(
+        &edgert(&["run", "-m", digits(), "--source", &few]),
+        1,
+        "none of the recording's 2 MJPEG frames decodes",
+    );
+    // Looped, it used to be read forever, deaf to time limits and signals.
+    let dir = tempfile::tempdir().unwrap();
+    let many = garbage_mjpeg(dir.path(), 40);
+    let started = Instant::now();
+    let looped = ["bench", "-m", digits(), "--source", &many, "--loop", "--duration-s", "1", "--idle-s", "0"];
+    let out = edgert(&looped);
+    assert!(started.elapsed() < Duration::from_secs(60), "took {:?}", started.elapsed());
+    // bench stops at its first batch: nothing was measured, so bad input, exit 2.
+    ends_with(&out, 2, "30 MJPEG frames in a row did not decode (the last: ");
+}
+
+#[test]
+fn a_sensor_that_claims_an_endless_update_interval_does_not_stall_a_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/orin-nano-jp6");
+    let root = dir.path().join("board");
+    copy_tree(&fixture, &root);
+    std::fs::write(root.join("sys/class/hwmon/hwmon1/update_interval"), "18446744073709551615\n").unwrap();
+    let started = Instant::now();
+    let args = ["bench", "-m", digits(), "--sysfs-root", s(&root), "--duration-s", "0.3", "--idle-s", "0"];
+    let out = edgert(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(started.elapsed() < Duration::from_secs(30), "took {:?}", started.elapsed());
+}
+
+#[test]
+fn manifest_numbers_that_would_make_nan_scores_are_refused() {
+    let cases: [(&str, &str, &str); 7] = [
+        ("scale = 0.00392156862745098", "scale = nan", "preprocess.scale = NaN"),
+        ("scale = 0.00392156862745098", "scale = 1e39", "preprocess.scale = inf"),
+        ("mean = [0.485, 0.456, 0.406]", "mean = [inf]", "preprocess.mean = inf"),
+        ("std = [0.229, 0.224, 0.225]", "std = [nan]", "preprocess.std = NaN"),
+        (
+            "std = [0.229, 0.224, 0.225]",
+            "std = [1e-45]",
+            "preprocess.std = 1e-45 is not a number whose size is in [0.000001, 10000]",
+        ),
+        (
+            "resize_short_side = 256",
+            "resize_short_side = 100000",
+            "resize_short_side = 100000 is not in [224, 16384]",
+        ),
+        (
+            "file = \"mobilenetv2_fp32.onnx\"",
+            "file = \"../../../../etc/passwd\"",
+            "model.file '../../../../etc/passwd' must name a file in the manifest's folder",
+        ),
+    ];
+    let photo = image("chelsea.png");
+    for (from, to, message) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = edited(dir.path(), "mobilenetv2_fp32.toml", |t| {
+            assert!(t.contains(from), "{from}");
+            t.replace(from, to)
+        });
+        fails(&["run", "-m", s(&manifest), "--input", s(&photo)], 2, &[s(&manifest), message]);
+    }
+}
+
+#[test]
+fn yolo_heads_are_checked_against_the_model() {
+    let cases: [(&str, &str, &str); 6] = [
+        (
+            "[[81, 82], [135, 169], [344, 319]]",
+            "[[81, 82], [135, 169]]",
+            "has 255 channels, not 2 anchors × (5 + classes)",
+        ),
+        ("[[81, 82], [135, 169], [344, 319]]", "[]", "has no anchors"),
+        ("[[81, 82], [135, 169], [344, 319]]", "[[0, 82], [135, 169], [344, 319]]", "anchor side of 0"),
+        ("[[81, 82], [135, 169], [344, 319]]", "[[-81, 82], [135, 169], [344, 319]]", "anchor side of -81"),
+        ("confidence = 0.25", "confidence = 1.5", "yolo.confidence = 1.5 is not in [0, 1]"),
+        ("iou = 0.45", "iou = nan", "yolo.iou = NaN is not in [0, 1]"),
+    ];
+    let photo = image("bus.jpg");
+    for (from, to, message) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = edited(dir.path(), "yolov3_tiny_coco_int8_qdq.toml", |t| {
+            assert!(t.contains(from), "{from}");
+            t.replacen(from, to, 1)
+        });
+        fails(&["run", "-m", s(&manifest), "--input", s(&photo)], 2, &[s(&manifest), message]);
+    }
+    // A classifier is no detector.
+    let dir = tempfile::tempdir().unwrap();
+    let manifest = edited(dir.path(), "mobilenetv2_fp32.toml", |t| {
+        t.replace("task = \"classification\"", "task = \"yolo\"")
+            + "\n[yolo]\n[[yolo.heads]]\noutput = \"logits\"\nanchors = [[10, 14]]\n"
+    });
+    let out = edgert(&["run", "-m", s(&manifest), "--input", s(&photo)]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not [N, anchors × (5 + classes), H, W]"), "{}", stderr(&out));
+}
+
+#[test]
+fn nan_in_inputs_or_outputs_is_an_error_not_an_answer() {
+    let nan_x = hostile("nan_x.npz");
+    fails(
+        &["run", "-m", digits(), "--input", s(&nan_x)],
+        2,
+        &[s(&nan_x), "'x' holds NaN (sample 1, value 28)"],
+    );
+    let validate = ["validate", "--reference", digits(), "--candidate", digits(), "--data", s(&nan_x)];
+    fails(&validate, 2, &["holds NaN"]);
+    let nan_model = hostile("nan_output.onnx");
+    let out = edgert(&["bench", "-m", s(&nan_model), "--duration-s", "0"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("inference failed: output 'y' holds NaN (value 0)"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_column_major_npz_reads_as_numpy_means_it() {
+    let fortran = hostile("digits_fortran.npz");
+    let out = edgert(&["run", "-m", digits(), "--input", s(&fortran)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The same 40 digits in row-major order: 39 of 40 right (digits_test.npz, the first 40).
+    let accuracy = stderr(&out);
+    assert!(accuracy.contains("(39/40)") || accuracy.contains("(40/40)"), "{accuracy}");
+}
+
+#[test]
+fn labels_that_do_not_match_the_classes_and_flags_that_would_be_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let labels = dir.path().join("three.txt");
+    std::fs::write(&labels, "zero\none\ntwo\n").unwrap();
+    let onnx = model("digits_mlp_nchw.onnx");
+    let input = model("digits_test.npz");
+    let out = edgert(&["run", "-m", s(&onnx), "--labels", s(&labels), "--input", s(&input)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: ")
+            && stderr(&out).contains("the labels name 3 classes, the model has 10")
+    );
+    let csv = dir.path().join("labels.csv");
+    std::fs::write(&csv, "file,label\n").unwrap();
+    let args = ["validate", "--reference", digits(), "--candidate", digits(), "--data", s(&input)];
+    fails(&[&args[..], &["--labels-csv", s(&csv)]].concat(), 2, &["--labels-csv", "labels image folders"]);
+}
+
+#[test]
+fn an_output_that_cannot_be_written_fails_before_the_run_and_a_full_disk_leaves_no_file() {
+    let under_a_file = missing("r.json");
+    let started = Instant::now();
+    let args = ["bench", "-m", digits(), "--duration-s", "60", "--json", s(&under_a_file)];
+    fails(&args, 1, &[s(&under_a_file), "cannot write"]);
+    assert!(started.elapsed() < Duration::from_secs(30), "checked after the run: {:?}", started.elapsed());
+    // A full disk, as /dev/full is: the error names it, and a device is never replaced by a file.
+    if Path::new("/dev/full").exists() {
+        let args =
+            ["bench", "-m", digits(), "--duration-s", "0", "--min-iterations", "1", "--json", "/dev/full"];
+        fails(&args, 1, &["/dev/full: cannot write: No space left on device"]);
+        use std::os::unix::fs::FileTypeExt;
+        assert!(std::fs::metadata("/dev/full").unwrap().file_type().is_char_device());
+    }
+}
+
+/// Starts edgert, sends SIGTERM after `after`, and waits for it.
+fn terminated(args: &[&str], after: Duration) -> std::process::Output {
+    let child = command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(after);
+    // SAFETY: kill(2) on a child this test started and has not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn sigterm_stops_a_plain_bench_and_a_capture_with_what_they_measured_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let args = ["bench", "-m", digits(), "--duration-s", "600", "--idle-s", "0", "--json", s(&json)];
+    let out = terminated(&args, Duration::from_secs(if emulated() { 20 } else { 4 }));
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert!(report["runs"][0]["iterations"].as_u64().unwrap() >= 1, "{report}");
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+
+    let recording = dir.path().join("recording");
+    let capture = ["capture", "--source", "synthetic:64x48@20", "--frames", "100000", "--out", s(&recording)];
+    let out = terminated(&capture, Duration::from_secs(if emulated() { 10 } else { 2 }));
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let replay = format!("file:{}", recording.display());
+    let out = edgert(&["run", "-m", digits(), "--source", &replay]);
+    assert!(out.status.success(), "the interrupted recording replays: {}", stderr(&out));
+}
+
+#[test]
+fn a_jpeg_cut_short_is_refused_not_read_as_grey() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(image("bus.jpg")).unwrap();
+    let cut = dir.path().join("cut.jpg");
+    std::fs::write(&cut, &bytes[..bytes.len() / 50]).unwrap();
+    let mobilenet = model("mobilenetv2_int8_qdq.toml");
+    fails(&["run", "-m", s(&mobilenet), "--input", s(&cut)], 2, &[s(&cut), "a JPEG cut short"]);
+}
+
+#[test]
+fn reports_read_back_refuse_negative_latencies_and_escape_control_characters() {
+    let dir = tempfile::tempdir().unwrap();
+    let seed = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/seeds/report.json");
+    let mut report: serde_json::Value = serde_json::from_slice(&std::fs::read(seed).unwrap()).unwrap();
+    report["model"]["path"] = "models/digits\u{1b}[31m|red.toml".into();
+    let good = dir.path().join("good.json");
+    std::fs::write(&good, report.to_string()).unwrap();
+    let table = stdout(&edgert(&["report", "merge", s(&good)]));
+    assert!(!table.contains('\u{1b}') && table.contains("digits\\u{1b}[31m"), "{table}");
+    report["runs"][0]["stages"]["inference"]["p50_ms"] = (-1.0).into();
+    let negative = dir.path().join("negative.json");
+    std::fs::write(&negative, report.to_string()).unwrap();
+    fails(
+        &["report", "compare", s(&good), s(&negative)],
+        2,
+        &[s(&negative), "inference has a latency of -1"],
+    );
+}
