@@ -22,11 +22,18 @@ impl MemoryLimit {
         MemoryLimit { bytes: mib.saturating_mul(1 << 20) }
     }
 
-    /// Refuses `count` elements of `element_bytes` each (overflow included) past the limit.
-    pub fn check(&self, what: &str, count: u128, element_bytes: u64) -> Result<(), TooLarge> {
+    /// Refuses a tensor of `shape` with `element_bytes` each (overflow included) past the limit;
+    /// `what` names it, made only for the error.
+    pub fn check(
+        &self,
+        what: impl FnOnce() -> String,
+        shape: &[usize],
+        element_bytes: usize,
+    ) -> Result<(), TooLarge> {
+        let count = shape.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128));
         let bytes = count.saturating_mul(element_bytes as u128);
         if bytes > self.bytes as u128 {
-            return Err(TooLarge { what: what.to_string(), bytes, limit: self.bytes });
+            return Err(TooLarge { what: what(), bytes, limit: self.bytes });
         }
         Ok(())
     }
@@ -134,10 +141,10 @@ mod tests {
     fn the_machine_has_a_limit_and_overflow_is_refused() {
         let limit = MemoryLimit::of_machine();
         assert!(limit.bytes >= 1 << 20, "{limit:?}");
-        assert!(limit.check("t", u128::MAX, 4).is_err());
+        assert!(limit.check(|| "t".into(), &[usize::MAX, usize::MAX], 4).is_err());
         let small = MemoryLimit::from_mib(1);
-        assert!(small.check("t", 1 << 18, 4).is_ok());
-        let err = small.check("tensor 'x'", 3 << 18, 4).unwrap_err();
+        assert!(small.check(|| "t".into(), &[1 << 18], 4).is_ok());
+        let err = small.check(|| "tensor 'x'".into(), &[3, 1 << 18], 4).unwrap_err();
         let text = "tensor 'x' would take 3.0 MiB, more than the memory limit of 1.0 MiB (--max-memory-mb)";
         assert_eq!(err.to_string(), text);
     }

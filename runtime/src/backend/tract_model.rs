@@ -87,9 +87,8 @@ fn check_memory(path: &Path, typed: &TypedModel, limit: MemoryLimit) -> Result<(
     for node in typed.nodes() {
         for output in &node.outputs {
             let Some(shape) = output.fact.shape.as_concrete() else { continue };
-            let count = shape.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128));
-            let what = format!("{}: a tensor of shape {shape:?} (node '{}')", path.display(), node.name);
-            limit.check(&what, count, output.fact.datum_type.size_of() as u64)?;
+            let what = || format!("{}: a tensor of shape {shape:?} (node '{}')", path.display(), node.name);
+            limit.check(what, shape, output.fact.datum_type.size_of())?;
         }
     }
     Ok(())

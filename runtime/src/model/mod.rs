@@ -133,9 +133,8 @@ impl Model {
     /// Refuses a batch whose input (as f32, how edgert holds it) would take more than `limit`.
     pub fn check_input_memory(&self, batch: usize, limit: crate::limits::MemoryLimit) -> Result<()> {
         let shape = self.input_shape(batch);
-        let count = shape.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128));
-        let what = format!("{}: the input at batch {batch} ({shape:?})", self.source_path().display());
-        Ok(limit.check(&what, count, std::mem::size_of::<f32>() as u64)?)
+        let what = || format!("{}: the input at batch {batch} ({shape:?})", self.source_path().display());
+        Ok(limit.check(what, &shape, std::mem::size_of::<f32>())?)
     }
 
     /// What is suspicious but not wrong enough to refuse: a labels file whose names do not match
