@@ -37,11 +37,6 @@ fn edited(dir: &Path, manifest: &str, edit: impl Fn(String) -> String) -> PathBu
     path
 }
 
-fn copy_tree(from: &Path, to: &Path) {
-    let status = std::process::Command::new("cp").arg("-r").arg(from).arg(to).status().unwrap();
-    assert!(status.success());
-}
-
 #[test]
 fn a_graph_output_that_nothing_makes_is_an_invalid_model() {
     let dir = tempfile::tempdir().unwrap();
@@ -110,6 +105,7 @@ fn threads_past_the_cpus_are_capped_with_a_warning_unless_forced() {
 fn recording_with(dir: &Path, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/yuyv-320x240");
     let copy = dir.join("recording");
+    std::fs::create_dir_all(&copy).unwrap();
     copy_tree(&fixture, &copy);
     let index = copy.join("frames.json");
     let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&index).unwrap()).unwrap();
@@ -140,6 +136,7 @@ fn recordings_whose_index_disagrees_with_their_frames_are_refused() {
 fn garbage_mjpeg(dir: &Path, frames: usize) -> String {
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/mjpeg-320x240");
     let copy = dir.join("garbage");
+    std::fs::create_dir_all(&copy).unwrap();
     copy_tree(&fixture, &copy);
     let garbage: Vec<u8> = (0..5000).map(|i| (i * 7 + 3) as u8).collect();
     std::fs::write(copy.join("frames.raw"), &garbage).unwrap();
@@ -183,6 +180,7 @@ fn a_sensor_that_claims_an_endless_update_interval_does_not_stall_a_run() {
     let dir = tempfile::tempdir().unwrap();
     let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs/orin-nano-jp6");
     let root = dir.path().join("board");
+    std::fs::create_dir_all(&root).unwrap();
     copy_tree(&fixture, &root);
     std::fs::write(root.join("sys/class/hwmon/hwmon1/update_interval"), "18446744073709551615\n").unwrap();
     let started = Instant::now();
