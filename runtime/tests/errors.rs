@@ -16,16 +16,6 @@ fn chelsea() -> PathBuf {
     image("chelsea.png")
 }
 
-/// A copy of a manifest in a temporary folder, with its model, edited by `edit`.
-fn edited_manifest(dir: &Path, manifest: &str, edit: impl Fn(String) -> String) -> PathBuf {
-    let text = std::fs::read_to_string(model(manifest)).unwrap();
-    let onnx = text.lines().find_map(|l| l.strip_prefix("file = \"")).unwrap().trim_end_matches('"');
-    std::fs::copy(model(onnx), dir.join(onnx)).unwrap();
-    let path = dir.join(manifest);
-    std::fs::write(&path, edit(text)).unwrap();
-    path
-}
-
 #[test]
 fn missing_model_file() {
     fails(

@@ -23,20 +23,6 @@ fn digits() -> &'static str {
     concat!(env!("CARGO_MANIFEST_DIR"), "/../models/digits_mlp_nchw.toml")
 }
 
-/// A copy of a manifest beside its model in `dir`, with `edit` applied to its text.
-fn edited(dir: &Path, manifest: &str, edit: impl Fn(String) -> String) -> PathBuf {
-    let text = std::fs::read_to_string(model(manifest)).unwrap();
-    for line in text.lines() {
-        if let Some(file) = line.strip_prefix("file = \"").or_else(|| line.strip_prefix("labels = \"")) {
-            let file = file.trim_end_matches('"');
-            std::fs::copy(model(file), dir.join(file)).unwrap();
-        }
-    }
-    let path = dir.join(manifest);
-    std::fs::write(&path, edit(text)).unwrap();
-    path
-}
-
 #[test]
 fn a_graph_output_that_nothing_makes_is_an_invalid_model() {
     let dir = tempfile::tempdir().unwrap();
@@ -216,7 +202,7 @@ fn manifest_numbers_that_would_make_nan_scores_are_refused() {
     let photo = image("chelsea.png");
     for (from, to, message) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let manifest = edited(dir.path(), "mobilenetv2_fp32.toml", |t| {
+        let manifest = edited_manifest(dir.path(), "mobilenetv2_fp32.toml", |t| {
             assert!(t.contains(from), "{from}");
             t.replace(from, to)
         });
@@ -241,7 +227,7 @@ fn yolo_heads_are_checked_against_the_model() {
     let photo = image("bus.jpg");
     for (from, to, message) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let manifest = edited(dir.path(), "yolov3_tiny_coco_int8_qdq.toml", |t| {
+        let manifest = edited_manifest(dir.path(), "yolov3_tiny_coco_int8_qdq.toml", |t| {
             assert!(t.contains(from), "{from}");
             t.replacen(from, to, 1)
         });
@@ -249,7 +235,7 @@ fn yolo_heads_are_checked_against_the_model() {
     }
     // A classifier is no detector.
     let dir = tempfile::tempdir().unwrap();
-    let manifest = edited(dir.path(), "mobilenetv2_fp32.toml", |t| {
+    let manifest = edited_manifest(dir.path(), "mobilenetv2_fp32.toml", |t| {
         t.replace("task = \"classification\"", "task = \"yolo\"")
             + "\n[yolo]\n[[yolo.heads]]\noutput = \"logits\"\nanchors = [[10, 14]]\n"
     });

@@ -102,6 +102,20 @@ pub fn fixture(board: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sysfs").join(board)
 }
 
+/// A copy of a manifest in `dir`, with its model and labels, edited by `edit`.
+pub fn edited_manifest(dir: &Path, manifest: &str, edit: impl Fn(String) -> String) -> PathBuf {
+    let text = std::fs::read_to_string(model(manifest)).unwrap();
+    for line in text.lines() {
+        if let Some(file) = line.strip_prefix("file = \"").or_else(|| line.strip_prefix("labels = \"")) {
+            let file = file.trim_end_matches('"');
+            std::fs::copy(model(file), dir.join(file)).unwrap();
+        }
+    }
+    let path = dir.join(manifest);
+    std::fs::write(&path, edit(text)).unwrap();
+    path
+}
+
 /// Copies a fixture tree so a test can change it.
 pub fn copy_tree(from: &Path, to: &Path) {
     for entry in std::fs::read_dir(from).unwrap() {
