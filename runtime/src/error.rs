@@ -16,6 +16,11 @@ pub enum Error {
     /// A model whose graph uses an operator the backend cannot run.
     #[error("{}: unsupported operator '{op}' (node '{node}') for the {backend} backend", path.display())]
     UnsupportedOperator { path: PathBuf, op: String, node: String, backend: String },
+    /// A valid model that a backend cannot run (an operator, attribute, type or shape its importer
+    /// or kernels do not take): `reason` names the node where the backend says which, and ends
+    /// with the other backends usable here (`backend::cannot_run`).
+    #[error("{}: the {backend} backend cannot run this model: {reason}", path.display())]
+    BackendCannotRun { path: PathBuf, backend: String, reason: String },
     /// A manifest that is malformed or disagrees with its model.
     #[error("{}: {reason}", path.display())]
     Manifest { path: PathBuf, reason: String },

@@ -7,6 +7,7 @@ pub mod backend;
 pub mod bench;
 pub mod capture;
 pub mod cli;
+pub mod conformance;
 #[cfg(feature = "cuda")]
 pub mod cuda;
 pub mod error;
@@ -20,6 +21,7 @@ pub mod postprocess;
 pub mod precision;
 pub mod preprocess;
 pub mod report;
+pub mod saved_outputs;
 pub mod stream;
 pub mod tensor;
 pub mod tune;

@@ -133,9 +133,24 @@ impl Pipeline {
 
     /// All three stages for one sample (the batch filled with copies of it); its prediction.
     pub fn predict(&mut self, sample: Sample) -> Result<Prediction> {
+        Ok(self.predict_with_outputs(sample)?.0)
+    }
+
+    /// A prediction and the model's outputs it came from, whole: those of the sample's batch item
+    /// where the plan runs a larger batch.
+    pub fn predict_with_outputs(&mut self, sample: Sample) -> Result<(Prediction, Vec<HostTensor>)> {
         let (input, geometries) = self.preprocess(&[sample])?;
         let outputs = self.infer(&input)?;
-        Ok(self.postprocess(&outputs, &geometries[..1]).remove(0))
+        let prediction = self.postprocess(&outputs, &geometries[..1]).remove(0);
+        let batch = self.options.batch;
+        let first_item = |t: HostTensor| match t.shape.first() {
+            Some(&n) if batch > 1 && n == batch => {
+                let shape = [&[1][..], &t.shape[1..]].concat();
+                HostTensor::new(shape, t.item(0).to_vec())
+            }
+            _ => t,
+        };
+        Ok((prediction, outputs.into_iter().map(first_item).collect()))
     }
 }
 

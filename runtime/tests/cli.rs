@@ -89,6 +89,94 @@ fn bare_onnx_runs_with_defaults() {
     assert!(acc >= 95.0, "{acc}");
 }
 
+/// The arrays of an `.npz` `run --save-outputs` wrote: name → (shape, values).
+fn read_npz(path: &std::path::Path) -> std::collections::BTreeMap<String, (Vec<u64>, Vec<f32>)> {
+    use std::io::Read;
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(path).unwrap()).unwrap();
+    let mut arrays = std::collections::BTreeMap::new();
+    for i in 0..zip.len() {
+        let mut entry = zip.by_index(i).unwrap();
+        let name = entry.name().unwrap().trim_end_matches(".npy").to_string();
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).unwrap();
+        let npy = npyz::NpyFile::new(&bytes[..]).unwrap();
+        let shape = npy.shape().to_vec();
+        arrays.insert(name, (shape, npy.into_vec::<f32>().unwrap()));
+    }
+    arrays
+}
+
+#[test]
+fn run_saves_every_output_whole_as_npz() {
+    let dir = tempfile::tempdir().unwrap();
+    let photos = dir.path().join("photos");
+    std::fs::create_dir_all(&photos).unwrap();
+    std::fs::copy(image("chelsea.png"), photos.join("chelsea.png")).unwrap();
+    std::fs::copy(image("bus.jpg"), photos.join("bus.jpg")).unwrap();
+    let out_dir = dir.path().join("outputs");
+    let manifest = model("mobilenetv2_fp32.toml");
+    let out = edgert(&[
+        "run",
+        "-m",
+        manifest.to_str().unwrap(),
+        "-i",
+        photos.to_str().unwrap(),
+        "--save-outputs",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let cat = read_npz(&out_dir.join("chelsea.png.npz"));
+    let (shape, logits) = &cat["logits"];
+    assert_eq!(shape, &[1, 1000]);
+    assert_eq!(top1(logits), 285, "Egyptian cat");
+    let images = [capture_image("chelsea.png")];
+    let samples: Vec<_> = images.iter().map(edgert::pipeline::Sample::Image).collect();
+    let expected = raw_outputs(edgert::backend::select("cpu").unwrap(), "mobilenetv2_fp32.toml", &samples);
+    assert_eq!(logits, &expected[0], "the logits the pipeline computes, bit for bit");
+    assert!(out_dir.join("bus.jpg.npz").is_file());
+
+    let digits = model("digits_mlp_nchw.toml");
+    let set = model("digits_test.npz");
+    let out = edgert(&[
+        "run",
+        "-m",
+        digits.to_str().unwrap(),
+        "-i",
+        set.to_str().unwrap(),
+        "--save-outputs",
+        out_dir.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(std::fs::read_dir(out_dir.join("digits_test")).unwrap().count(), 360);
+    assert_eq!(read_npz(&out_dir.join("digits_test/359.npz")).values().next().unwrap().0, [1, 10]);
+
+    // A file where the folder should be; a folder that cannot be made; no --input.
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let chelsea = image("chelsea.png");
+    let m = manifest.to_str().unwrap();
+    fails(
+        &["run", "-m", m, "-i", chelsea.to_str().unwrap(), "--save-outputs", file.to_str().unwrap()],
+        1,
+        &["file: cannot write: not a folder"],
+    );
+    let under_file = missing("outputs");
+    fails(
+        &["run", "-m", m, "-i", chelsea.to_str().unwrap(), "--save-outputs", under_file.to_str().unwrap()],
+        1,
+        &["outputs: cannot write: "],
+    );
+    fails(
+        &["run", "-m", m, "--source", "synthetic:64x48", "--save-outputs", out_dir.to_str().unwrap()],
+        2,
+        &["--input"],
+    );
+}
+
+fn capture_image(name: &str) -> image::DynamicImage {
+    edgert::capture::load_image(&image(name)).unwrap()
+}
+
 #[test]
 fn bench_writes_a_report_that_validates_against_the_schema() {
     let dir = tempfile::tempdir().unwrap();

@@ -110,7 +110,11 @@ fn free_port() -> u16 {
 }
 
 fn script(name: &str, args: &[&str]) -> Output {
-    Command::new(deploy_dir().join(name)).args(args).output().unwrap()
+    script_env(name, args, &[])
+}
+
+fn script_env(name: &str, args: &[&str], env: &[(&str, &Path)]) -> Output {
+    Command::new(deploy_dir().join(name)).args(args).envs(env.iter().copied()).output().unwrap()
 }
 
 fn text(o: &Output) -> String {
@@ -230,6 +234,30 @@ fn a_failing_board_check_copies_nothing_and_names_the_reason() {
         assert!(err.contains("127.0.0.1: ") && err.contains(&message), "{extra:?}: {err}");
         assert!(!dest.exists(), "{extra:?}: copied despite the failed check");
     }
+    // Boards by their L4T release file: too old for the binary's glibc, unreadable, and Thor.
+    let release = board.path().join("nv_tegra_release");
+    let with_release = |first_line: &str| {
+        std::fs::write(&release, format!("{first_line}\n# KERNEL_VARIANT: oot\n")).unwrap();
+        let args = [&base[..], &["--binary", binary(), "--min-free-mb", "1", "127.0.0.1"]].concat();
+        script_env("edgert-deploy", &args, &[("EDGERT_L4T_RELEASE", &release)])
+    };
+    for (line, message) in [
+        ("# R28 (release), REVISION: 2.1, GCID: 1", "L4T 28.2.1 is older than JetPack 4"),
+        ("garbage", "does not read as an L4T release: 'garbage'"),
+    ] {
+        let out = with_release(line);
+        assert_eq!(out.status.code(), Some(1), "{line}: {}", text(&out));
+        assert!(stderr(&out).contains(message), "{line}: {}", text(&out));
+        assert!(!dest.exists(), "{line}: copied despite the failed check");
+    }
+    let thor = with_release("# R38 (release), REVISION: 2.0, GCID: 41844464, BOARD: generic, EABI: aarch64");
+    assert!(thor.status.success(), "{}", text(&thor));
+    assert!(
+        text(&thor).contains("127.0.0.1: ") && text(&thor).contains("L4T 38.2.0 (JetPack 7)"),
+        "{}",
+        text(&thor)
+    );
+
     let binary = missing("edgert");
     let missing = script("edgert-deploy", &["--binary", binary.to_str().unwrap(), "127.0.0.1"]);
     assert_eq!(missing.status.code(), Some(2));

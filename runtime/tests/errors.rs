@@ -65,7 +65,38 @@ fn unsupported_operator() {
     fails(
         &["run", "--model", s(&path), "--input", s(&model("digits_test.npz"))],
         2,
-        &["custom_op.onnx", "unsupported operator 'FancyActivation'", &name, "cpu backend"],
+        &[
+            "custom_op.onnx: the cpu backend cannot run this model: ",
+            &format!("node '{name}' (FancyActivation): unsupported operator 'FancyActivation'"),
+        ],
+    );
+}
+
+/// A valid model the `cpu` backend cannot run (PRelu of opset 6 with a slope per channel, which
+/// tract-onnx reads with opset 7's broadcasting): the backend is blamed with the node, not the file.
+#[test]
+fn a_valid_model_the_backend_cannot_run_blames_the_backend_and_names_the_node() {
+    let dir = tempfile::tempdir().unwrap();
+    let g = tract_onnx::pb::GraphProto {
+        node: vec![graph::node("PRelu", &["x", "slope"], "y", vec![])],
+        initializer: vec![graph::floats("slope", &[3], vec![0.1, 0.2, 0.3])],
+        input: vec![graph::tensor_info("x", &[2, 3, 4])],
+        output: vec![graph::tensor_info("y", &[2, 3, 4])],
+        ..Default::default()
+    };
+    let path = dir.path().join("prelu_opset6.onnx");
+    std::fs::write(&path, graph::model(g, 6).encode_to_vec()).unwrap();
+    let args = ["bench", "-m", s(&path), "--duration-s", "0.1", "--warmup-ms", "0", "--idle-s", "0"];
+    let out = edgert(&args);
+    let err = stderr(&out);
+    assert!(!err.contains("not a valid ONNX model"), "{err}");
+    if std::env::var_os("ORT_DYLIB_PATH").is_some_and(|p| Path::new(&p).is_file()) {
+        assert!(err.trim_end().ends_with("; try --backend ort"), "ONNX Runtime is found: {err}");
+    }
+    fails(
+        &args,
+        2,
+        &["prelu_opset6.onnx: the cpu backend cannot run this model: node 'y' (Prelu): analysis: "],
     );
 }
 

@@ -84,9 +84,7 @@ fn digits_mlp_reaches_97_percent_on_its_labelled_set() {
 
 #[test]
 fn yolo_finds_the_bus_and_people_in_bus_jpg() {
-    let fp32 = model("yolov3_tiny_coco_fp32.onnx");
-    let manifest =
-        if fp32.exists() { "yolov3_tiny_coco_fp32.toml" } else { "yolov3_tiny_coco_int8_qdq.toml" };
+    let manifest = yolo_fp32().unwrap_or("yolov3_tiny_coco_int8_qdq.toml");
     let mut p = pipeline(manifest);
     let image = capture::load_image(&image("bus.jpg")).unwrap();
     let Prediction::Boxes(boxes) = p.predict(Sample::Image(&image)).unwrap() else { panic!("no boxes") };
@@ -102,11 +100,7 @@ fn yolo_finds_the_bus_and_people_in_bus_jpg() {
 
 #[test]
 fn yolo_int8_finds_the_same_kinds_of_object_as_fp32() {
-    let fp32 = model("yolov3_tiny_coco_fp32.onnx");
-    if !fp32.exists() {
-        eprintln!("skipped: {} absent (models/fetch.sh brings it)", fp32.display());
-        return;
-    }
+    let Some(fp32) = yolo_fp32() else { return };
     let image = capture::load_image(&image("bus.jpg")).unwrap();
     let labels = |manifest: &str| {
         let Prediction::Boxes(boxes) = pipeline(manifest).predict(Sample::Image(&image)).unwrap() else {
@@ -117,7 +111,7 @@ fn yolo_int8_finds_the_same_kinds_of_object_as_fp32() {
         l.dedup();
         l
     };
-    assert_eq!(labels("yolov3_tiny_coco_fp32.toml"), labels("yolov3_tiny_coco_int8_qdq.toml"));
+    assert_eq!(labels(fp32), labels("yolov3_tiny_coco_int8_qdq.toml"));
 }
 
 #[test]

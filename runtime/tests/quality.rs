@@ -67,12 +67,7 @@ fn a_budget_that_covers_the_drop_passes() {
 
 #[test]
 fn yolo_int8_against_fp32_by_map() {
-    let fp32 = model("yolov3_tiny_coco_fp32.toml");
-    let reference = if model("yolov3_tiny_coco_fp32.onnx").exists() {
-        fp32
-    } else {
-        model("yolov3_tiny_coco_int8_qdq.toml")
-    };
+    let reference = model(yolo_fp32().unwrap_or("yolov3_tiny_coco_int8_qdq.toml"));
     let dir = tempfile::tempdir().unwrap();
     for photo in ["bus.jpg", "zidane.jpg"] {
         std::fs::copy(image(photo), dir.path().join(photo)).unwrap();

@@ -95,7 +95,7 @@ fn info_text_shows_provenance_memory_clocks_and_temperatures() {
     let text = stdout(&out);
     for expected in [
         "board    NVIDIA Jetson Orin Nano Developer Kit",
-        "L4T 36.3.0, power mode n/a, CUDA 12.2.140, TensorRT 8.6.2",
+        "L4T 36.3.0 (JetPack 6), power mode n/a, CUDA 12.2.140, TensorRT 8.6.2",
         "nvmap 256 MiB",
         "clocks not locked; CPU [730,730,730,730,730,730] MHz; GPU 3 % @ 305 MHz; EMC 2133 MHz",
         "thermal cpu-thermal 45.5 °C, gpu-thermal 44.8 °C, soc0-thermal 45.4 °C, tj-thermal 45.5 °C",
@@ -190,14 +190,20 @@ fn without_sysfs_tegrastats_gives_power_gpu_load_and_temperatures() {
     assert_eq!(i["telemetry"]["zones"].as_array().unwrap().len(), 6);
     assert_eq!(i["telemetry"]["memory"]["used_bytes"], 2338u64 << 20, "no meminfo under the root");
 
+    bench_through_tegrastats(empty.path(), fake.path(), 4.977);
+}
+
+/// A short `bench` with `tegrastats` from `fake` on the PATH: its report, whose power came from
+/// tegrastats at `watts`.
+fn bench_through_tegrastats(root: &Path, fake: &Path, watts: f64) -> Value {
     let model = model("digits_mlp_nchw.toml");
     let dir = tempfile::tempdir().unwrap();
     let json = dir.path().join("r.json");
     let args =
         ["bench", "-m", model.to_str().unwrap(), "--duration-s", "0.3", "--warmup-ms", "0", "--idle-s", "0"];
     let out = command(&args)
-        .args(["--sysfs-root", empty.path().to_str().unwrap(), "--json", json.to_str().unwrap()])
-        .env("PATH", path_with(fake.path()))
+        .args(["--sysfs-root", root.to_str().unwrap(), "--json", json.to_str().unwrap()])
+        .env("PATH", path_with(fake))
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -208,8 +214,63 @@ fn without_sysfs_tegrastats_gives_power_gpu_load_and_temperatures() {
         (Some(true), Some("tegrastats")),
         "{power}"
     );
-    assert!((power["mean_w"].as_f64().unwrap() - 4.977).abs() < 1e-9, "{power}");
+    assert!((power["mean_w"].as_f64().unwrap() - watts).abs() < 1e-9, "{power}");
     assert_eq!(report["runs"][0]["telemetry"]["source"], "tegrastats");
+    report
+}
+
+/// Thor (JetPack 7) reads no INA3221 through sysfs: its power, clocks, loads and temperatures come
+/// from tegrastats, and the text and the report say so.
+#[test]
+fn thor_is_a_board_like_the_others_through_tegrastats() {
+    let fake = fake_tegrastats("jp7-thor.txt");
+    let root = fixture("thor-jp7");
+    let run = |args: &[&str]| {
+        let out = command(args)
+            .args(["--sysfs-root", root.to_str().unwrap()])
+            .env("PATH", path_with(fake.path()))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        stdout(&out)
+    };
+    let i: Value = serde_json::from_str(&run(&["info", "--json"])).unwrap();
+    let p = &i["provenance"];
+    assert_eq!(p["board"], "NVIDIA Jetson AGX Thor Developer Kit");
+    assert_eq!((p["l4t"].as_str(), p["jetpack"].as_str()), (Some("38.2.0"), Some("7")));
+    assert_eq!((p["cuda"].as_str(), p["tensorrt"].as_str()), (Some("13.0.48"), Some("10.13.3")));
+    let power = &i["power"];
+    assert_eq!(
+        (power["source"].as_str(), power["total"].as_str()),
+        (Some("tegrastats"), Some("sum of rails"))
+    );
+    assert_eq!(power["total_w"], 13.165, "the sum of the three rails, NC left out: {power}");
+    let clocks = &i["telemetry"]["clocks"];
+    assert_eq!(clocks["cpus"].as_array().unwrap().len(), 14);
+    assert_eq!(clocks["cpus"][0]["clock"]["cur_mhz"], 2601.0);
+    assert_eq!(clocks["cpus"][0]["load_pct"], 3.0);
+    assert_eq!(clocks["cpus"][13]["online"], false);
+    assert_eq!(
+        (clocks["gpu"]["clock"]["cur_mhz"].as_f64(), clocks["gpu"]["load_pct"].as_f64()),
+        (Some(1575.0), Some(7.0))
+    );
+    assert_eq!((clocks["emc_mhz"].as_f64(), clocks["emc_load_pct"].as_f64()), (Some(4266.0), Some(1.0)));
+    assert_eq!(i["telemetry"]["zones"].as_array().unwrap().len(), 4);
+
+    let text = run(&["info"]);
+    let cores = format!("{}off,off", "2601,".repeat(12));
+    for expected in [
+        "board    NVIDIA Jetson AGX Thor Developer Kit".to_string(),
+        "L4T 38.2.0 (JetPack 7), power mode n/a, CUDA 13.0.48, TensorRT 10.13.3".to_string(),
+        format!("clocks n/a; CPU [{cores}] MHz; GPU 7 % @ 1575 MHz; EMC 4266 MHz"),
+        "cpu 53.0 °C".to_string(),
+    ] {
+        assert!(text.contains(&expected), "missing {expected:?} in\n{text}");
+    }
+
+    let report = bench_through_tegrastats(&root, fake.path(), 13.165);
+    assert_eq!(report["provenance"]["jetpack"], "7");
+    assert_eq!(report["runs"][0]["telemetry"]["gpu_mhz"]["max"], 1575.0);
 }
 
 #[test]

@@ -1,12 +1,36 @@
 //! The `cpu` backend: tract-onnx on the host's cores (x86_64, or a Jetson's ARM cores).
 
-use super::tract_model::{self, invalid, TractModel, TractPrepared};
+use super::cannot_run;
+use super::tract_model::{self, TractModel, TractPrepared};
 use super::{tract_ops, Backend, PrepareOptions, Prepared, Unavailable, Unsupported};
 use crate::model::Model;
 use crate::precision::Precision;
 use crate::{Error, Result};
 
-pub struct CpuBackend;
+/// The `cpu` backend, with the kernels `EDGERT_CPU_KERNELS` names unless chosen here.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct CpuBackend {
+    kernels: Option<CpuKernels>,
+}
+
+/// Whose kernels run the convolutions, max pooling and fake-quantize.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CpuKernels {
+    /// edgert's own operators (`tract_ops`) where they apply, tract's elsewhere: the default.
+    Edgert,
+    /// tract's alone, to compare the two or to step around a suspected fault in edgert's.
+    Tract,
+}
+
+impl CpuBackend {
+    pub fn with_kernels(kernels: CpuKernels) -> CpuBackend {
+        CpuBackend { kernels: Some(kernels) }
+    }
+
+    fn kernels(&self) -> Result<CpuKernels, Unavailable> {
+        self.kernels.map_or_else(kernels_from_env, Ok)
+    }
+}
 
 impl Backend for CpuBackend {
     fn name(&self) -> &'static str {
@@ -14,13 +38,13 @@ impl Backend for CpuBackend {
     }
 
     fn check(&self) -> Result<(), Unavailable> {
-        edgert_kernels().map(|_| ())
+        self.kernels().map(|_| ())
     }
 
     fn version(&self) -> Option<String> {
         let tract = concat!("tract-onnx ", env!("EDGERT_TRACT_VERSION"));
-        Some(match edgert_kernels() {
-            Ok(true) => format!("{tract}, edgert's convolution and fake-quantize kernels"),
+        Some(match self.kernels() {
+            Ok(CpuKernels::Edgert) => format!("{tract}, edgert's convolution and fake-quantize kernels"),
             _ => tract.into(),
         })
     }
@@ -37,27 +61,27 @@ impl Backend for CpuBackend {
     }
 
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
-        let path = &model.onnx_path;
+        let invalid = |stage: &str, e: tract_onnx::prelude::TractError| {
+            cannot_run::tract(&model.onnx_path, self.name(), stage, &e)
+        };
         let TractModel { mut typed, input, outputs } = tract_model::decluttered(model, options, self.name())?;
         let unusable = |reason| Error::unavailable(self.name(), reason);
-        if edgert_kernels().map_err(unusable)? {
-            tract_ops::rewrite(&mut typed).map_err(|e| invalid(path, "edgert operators", e))?;
+        if self.kernels().map_err(unusable)? == CpuKernels::Edgert {
+            tract_ops::rewrite(&mut typed).map_err(|e| invalid("edgert operators", e))?;
         }
-        typed.optimize().map_err(|e| invalid(path, "optimization", e))?;
+        typed.optimize().map_err(|e| invalid("optimization", e))?;
         let pool = tract_ops::threads::pool(options.threads).map_err(unusable)?;
         let run_options = tract_ops::threads::run_options(&pool);
-        let plan = typed.into_runnable_with_options(&run_options).map_err(|e| invalid(path, "plan", e))?;
+        let plan = typed.into_runnable_with_options(&run_options).map_err(|e| invalid("plan", e))?;
         Ok(Box::new(TractPrepared::new(Box::new(plan), input, outputs, model).on_pool(pool)))
     }
 }
 
-/// Whether edgert's own operators replace tract's where they can (`tract_ops`): yes unless
-/// `EDGERT_CPU_KERNELS=tract`, which runs tract's alone, to compare the two or to step around a
-/// suspected fault in edgert's.
-fn edgert_kernels() -> Result<bool, Unavailable> {
+/// `EDGERT_CPU_KERNELS`: `edgert` (or unset) or `tract`.
+fn kernels_from_env() -> Result<CpuKernels, Unavailable> {
     match std::env::var("EDGERT_CPU_KERNELS").as_deref() {
-        Err(_) | Ok("") | Ok("edgert") => Ok(true),
-        Ok("tract") => Ok(false),
+        Err(_) | Ok("") | Ok("edgert") => Ok(CpuKernels::Edgert),
+        Ok("tract") => Ok(CpuKernels::Tract),
         Ok(other) => Err(Unavailable::CpuKernels(other.into())),
     }
 }

@@ -4,7 +4,8 @@
 
 use tract_onnx::tract_core::runtime::{runtime_for_name, Runtime};
 
-use super::tract_model::{self, invalid, TractModel, TractPrepared};
+use super::cannot_run;
+use super::tract_model::{self, TractModel, TractPrepared};
 use super::{Backend, PrepareOptions, Prepared, Unavailable, Unsupported};
 use crate::error::one_line;
 use crate::model::Model;
@@ -57,9 +58,10 @@ impl Backend for CudaBackend {
 
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
         let runtime = runtime().map_err(|reason| Error::unavailable("cuda", reason))?;
-        let path = &model.onnx_path;
         let TractModel { typed, input, outputs } = tract_model::decluttered(model, options, self.name())?;
-        let plan = runtime.prepare(typed).map_err(|e| invalid(path, "CUDA plan", e))?;
+        let plan = runtime
+            .prepare(typed)
+            .map_err(|e| cannot_run::tract(&model.onnx_path, self.name(), "CUDA plan", &e))?;
         Ok(Box::new(TractPrepared::new(plan, input, outputs, model)))
     }
 }

@@ -1,6 +1,7 @@
 //! Backends run models: `Backend` (usable here?) → `Prepared` (a compiled plan) → `Session`
 //! (per thread: buffers and state). `registry` lists them in priority order.
 
+pub mod cannot_run;
 pub mod capability;
 mod constant_dequantize;
 pub mod cpu;
@@ -150,7 +151,7 @@ pub fn registry_with(options: &BackendOptions) -> Vec<Box<dyn Backend>> {
         Box::new(tensorrt::TensorrtBackend::with_options(options.tensorrt.clone())),
         #[cfg(feature = "cuda-backend")]
         Box::new(cuda::CudaBackend),
-        Box::new(cpu::CpuBackend),
+        Box::new(cpu::CpuBackend::default()),
         #[cfg(feature = "ort")]
         Box::new(ort::OrtBackend::new(options.ort.clone())),
     ]

@@ -11,10 +11,10 @@ use tract_onnx::tract_core::runtime::{Runnable, State};
 use tract_onnx::tract_hir::internal::DimLike;
 
 use super::tract_cache::{self, CacheKey, LoadCache};
-use super::{constant_dequantize, PrepareOptions, Prepared, Session};
+use super::{cannot_run, constant_dequantize, PrepareOptions, Prepared, Session};
 use crate::error::one_line;
 use crate::limits::MemoryLimit;
-use crate::model::{onnx, Model};
+use crate::model::{onnx, spec_defaults, Model};
 use crate::tensor::ElementType;
 use crate::tensor::{Batch, DataType, HostTensor, TensorSpec};
 use crate::{Error, Result};
@@ -26,11 +26,6 @@ pub struct TractModel {
     pub outputs: Vec<TensorSpec>,
 }
 
-/// A tract failure while loading `path`, at `stage`.
-pub fn invalid(path: &Path, stage: &str, e: TractError) -> Error {
-    Error::InvalidModel { path: path.to_owned(), reason: format!("{stage}: {}", one_line(&e)) }
-}
-
 /// Parses the model, pins its input to the batch size and declutters it, or reads that result from
 /// the load cache where one is set (`tract_cache`); refuses it where one of its tensors would take
 /// more than the memory limit.
@@ -38,11 +33,11 @@ pub fn decluttered(model: &Model, options: &PrepareOptions, backend: &str) -> Re
     let batch = options.batch;
     let path = &model.onnx_path;
     let proto = model.onnx(&format!("the {backend} backend"))?;
-    onnx::check_operators(path, proto, backend)?;
-    let invalid = |stage: &str, e: TractError| invalid(path, stage, e);
+    onnx::check_operators(path, proto, backend).map_err(cannot_run::with_alternatives)?;
+    let invalid = |stage: &str, e: TractError| cannot_run::tract(path, backend, stage, &e);
     let shape = model.input_shape(batch);
     let dtype = model.manifest.input.dtype;
-    let analyse = || analysed(model, proto, &shape, dtype);
+    let analyse = || analysed(model, proto, &shape, dtype, backend);
     let typed = match LoadCache::from_env().filter(|_| tract_cache::self_contained(proto)) {
         Some(cache) => {
             let key = CacheKey {
@@ -112,19 +107,23 @@ fn data_type(datum: DatumType) -> DataType {
     }
 }
 
-/// What `decluttered` caches: the ONNX graph, constant weights dequantized, translated with its
-/// input pinned to `shape`, typed and decluttered.
+/// What `decluttered` caches: the ONNX graph, constant weights dequantized and the spec's defaults
+/// written where tract reads others, translated with its input pinned to `shape`, typed and
+/// decluttered.
 pub(super) fn analysed(
     model: &Model,
     proto: &pb::ModelProto,
     shape: &[usize],
     dtype: ElementType,
+    backend: &str,
 ) -> Result<TypedModel> {
     let path = &model.onnx_path;
-    let invalid = |stage: &str, e: TractError| invalid(path, stage, e);
+    let invalid = |stage: &str, e: TractError| cannot_run::tract(path, backend, stage, &e);
     let dir = path.parent().and_then(|d| d.to_str());
     let folded = constant_dequantize::fold(proto);
     let proto = folded.as_ref().unwrap_or(proto);
+    let filled = spec_defaults::fill(proto);
+    let proto = filled.as_ref().unwrap_or(proto);
     let mut graph = onnx::framework().parse(proto, dir).map_err(|e| invalid("parse", e))?.model;
     let input_index = graph
         .input_outlets()

@@ -149,8 +149,9 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
     emit(&format!("host     {}, {} logical CPUs, kernel {}", h.cpu, h.logical_cpus, or_na(&p.kernel)))?;
     emit(&format!("board    {}", p.board.as_deref().unwrap_or("none (not a Jetson or no device tree)")))?;
     emit(&format!(
-        "L4T {}, power mode {}, CUDA {}, TensorRT {}",
+        "L4T {}{}, power mode {}, CUDA {}, TensorRT {}",
         or_na(&p.l4t),
+        p.jetpack.map_or(String::new(), |j| format!(" (JetPack {j})")),
         or_na(&p.nvpmodel),
         or_na(&p.cuda),
         or_na(&p.tensorrt)

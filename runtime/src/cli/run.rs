@@ -9,6 +9,8 @@ use super::{emit, ModelArgs};
 use crate::backend;
 use crate::capture;
 use crate::pipeline::{Pipeline, Sample};
+use crate::postprocess::Prediction;
+use crate::saved_outputs;
 use clap::{ArgGroup, Args};
 
 #[derive(Args)]
@@ -38,10 +40,43 @@ pub struct RunArgs {
     /// One JSON object per input or frame on stdout (and, with --source, a summary at the end).
     #[arg(long)]
     json: bool,
+    /// With --input: every output of each input, whole, as one .npz per input under DIR (arrays
+    /// named as the model names its outputs), to compare with another runtime.
+    #[arg(long, value_name = "DIR")]
+    save_outputs: Option<PathBuf>,
+}
+
+/// What each prediction prints, and where its outputs are saved.
+struct Emit<'a> {
+    json: bool,
+    save: Option<(&'a Path, Vec<String>)>,
+}
+
+impl Emit<'_> {
+    /// Predicts `sample` and saves its outputs where asked; `at` is the input given, the file in it,
+    /// and the sample's index in a tensor set.
+    fn one(
+        &self,
+        pipeline: &mut Pipeline,
+        sample: Sample,
+        at: (&Path, &Path, Option<usize>),
+    ) -> crate::Result<Prediction> {
+        let (prediction, outputs) = pipeline.predict_with_outputs(sample)?;
+        if let Some((dir, names)) = &self.save {
+            let (input, file, index) = at;
+            saved_outputs::write(&saved_outputs::path_for(dir, input, file, index), names, &outputs)?;
+        }
+        Ok(prediction)
+    }
 }
 
 pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     args.source.check(&[("--frames", args.frames.is_some()), ("--duration-s", args.duration_s.is_some())])?;
+    if args.save_outputs.is_some() && args.input.is_none() {
+        // clap's `requires` does not see through the `what` group.
+        let why = "--save-outputs saves the outputs of --input's images or tensors; give --input";
+        return Err(crate::Error::Usage(why.into()).into());
+    }
     let mut model = args.model.load()?;
     if let Some(k) = args.top_k {
         model.manifest.classification.top_k = k as usize;
@@ -50,23 +85,31 @@ pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     if let Some(reason) = &selected.fallback {
         eprintln!("edgert: warning: backend {}: {reason}", selected.requested);
     }
+    if let Some(dir) = &args.save_outputs {
+        saved_outputs::check_folder(dir)?;
+    }
+    let names = model.outputs.iter().map(|o| o.name.clone()).collect();
     let mut pipeline = Pipeline::open(model, selected, args.backend_flags.prepare())?;
+    let emit = Emit { json: args.json, save: args.save_outputs.as_deref().map(|dir| (dir, names)) };
     match &args.input {
-        Some(input) if capture::is_npz(input) => run_tensors(&mut pipeline, input, args.json),
-        Some(input) => run_images(&mut pipeline, input, args.json),
+        Some(input) if capture::is_npz(input) => run_tensors(&mut pipeline, input, &emit),
+        Some(input) => run_images(&mut pipeline, input, &emit),
         None => super::run_source::main(&mut pipeline, &args.source, args.frames, args.duration_s, args.json),
     }
 }
 
 /// Each image in turn; a bad image is reported and skipped, and the exit code says so at the end.
-fn run_images(pipeline: &mut Pipeline, input: &Path, json: bool) -> anyhow::Result<ExitCode> {
+fn run_images(pipeline: &mut Pipeline, input: &Path, out: &Emit) -> anyhow::Result<ExitCode> {
     let files = capture::list_images(input)?;
     let single = files.len() == 1 && files[0] == input;
     let mut failed = 0;
     for file in &files {
-        let prediction = capture::load_image(file).and_then(|image| pipeline.predict(Sample::Image(&image)));
+        let prediction = capture::load_image(file)
+            .and_then(|image| out.one(pipeline, Sample::Image(&image), (input, file, None)));
         match prediction {
-            Ok(prediction) => emit(&format_prediction(&file.display().to_string(), &prediction, None, json))?,
+            Ok(prediction) => {
+                emit(&format_prediction(&file.display().to_string(), &prediction, None, out.json))?
+            }
             Err(e) if single => return Err(e.into()),
             Err(e) => {
                 eprintln!("edgert: error: {}", crate::error::one_line(&e));
@@ -82,17 +125,17 @@ fn run_images(pipeline: &mut Pipeline, input: &Path, json: bool) -> anyhow::Resu
 }
 
 /// Every sample of a tensor set; with labels, the accuracy on stderr.
-fn run_tensors(pipeline: &mut Pipeline, input: &Path, json: bool) -> anyhow::Result<ExitCode> {
+fn run_tensors(pipeline: &mut Pipeline, input: &Path, out: &Emit) -> anyhow::Result<ExitCode> {
     let item_shape = pipeline.model.manifest.input.shape[1..].to_vec();
     let set = capture::npz::load(input, &item_shape)?;
     let mut correct = 0;
     for i in 0..set.len() {
-        let prediction = pipeline.predict(Sample::Tensor(set.item(i)))?;
+        let prediction = out.one(pipeline, Sample::Tensor(set.item(i)), (input, input, Some(i)))?;
         let label = set.labels.as_ref().map(|l| l[i]);
         if let (Some(label), Some(top1)) = (label, prediction.top1()) {
             correct += usize::from(label == top1 as i64);
         }
-        emit(&format_prediction(&format!("{}#{i}", input.display()), &prediction, label, json))?;
+        emit(&format_prediction(&format!("{}#{i}", input.display()), &prediction, label, out.json))?;
     }
     if set.labels.is_some() {
         let n = set.len();

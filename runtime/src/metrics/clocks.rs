@@ -11,13 +11,20 @@ use crate::limits;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Clock {
     pub cur_mhz: f64,
-    pub min_mhz: f64,
-    pub max_mhz: f64,
+    /// The governor's limits; `None` where only the current clock is known (tegrastats).
+    pub min_mhz: Option<f64>,
+    pub max_mhz: Option<f64>,
 }
 
 impl Clock {
-    pub fn locked(&self) -> bool {
-        self.min_mhz == self.max_mhz
+    /// A clock whose governor is not known, as tegrastats prints it.
+    pub fn current(cur_mhz: f64) -> Clock {
+        Clock { cur_mhz, min_mhz: None, max_mhz: None }
+    }
+
+    /// Whether the governor pins it; `None` when its limits are not known.
+    pub fn locked(&self) -> Option<bool> {
+        Some(self.min_mhz? == self.max_mhz?)
     }
 }
 
@@ -28,6 +35,8 @@ pub struct CpuCore {
     pub online: bool,
     /// `None` for a core offline or without cpufreq (most virtual machines).
     pub clock: Option<Clock>,
+    /// Busy percentage, where tegrastats gives it (sysfs does not).
+    pub load_pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -45,6 +54,8 @@ pub struct Clocks {
     pub gpu: Option<Gpu>,
     /// Needs debugfs (root) on Jetson; `None` where unreadable.
     pub emc_mhz: Option<f64>,
+    /// Where tegrastats gives it.
+    pub emc_load_pct: Option<f64>,
 }
 
 /// Integrated-GPU devfreq names across Jetson generations (Nano, TX2, Xavier, Orin), besides
@@ -70,7 +81,11 @@ impl ClockFiles {
 
     fn read(&self) -> Option<Clock> {
         let mhz = |f: &NumberFile| f.read().ok().and_then(|v| limits::MHZ.check("", v * self.scale).ok());
-        Some(Clock { cur_mhz: mhz(&self.cur)?, min_mhz: mhz(&self.min)?, max_mhz: mhz(&self.max)? })
+        Some(Clock {
+            cur_mhz: mhz(&self.cur)?,
+            min_mhz: Some(mhz(&self.min)?),
+            max_mhz: Some(mhz(&self.max)?),
+        })
     }
 }
 
@@ -105,6 +120,7 @@ impl ClockReader {
                     core: *core,
                     online: *online,
                     clock: if *online { files.read() } else { None },
+                    load_pct: None,
                 })
                 .collect(),
             gpu: self.gpu.as_ref().map(|(device, files, load)| Gpu {
@@ -121,6 +137,7 @@ impl ClockReader {
                 .as_ref()
                 .and_then(|f| f.read().ok())
                 .and_then(|hz| limits::MHZ.check("", hz / 1e6).ok()),
+            emc_load_pct: None,
         }
     }
 }
@@ -130,14 +147,13 @@ impl Clocks {
         ClockReader::open(root).read()
     }
 
-    /// Whether every clock with a governor is pinned; `None` when no clock can be read.
+    /// Whether every clock with a governor is pinned; `None` when no governor can be read.
     pub fn locked(&self) -> Option<bool> {
-        let mut clocks = self.cpus.iter().filter_map(|c| c.clock.as_ref()).peekable();
         let gpu = self.gpu.as_ref().and_then(|g| g.clock.as_ref());
-        if clocks.peek().is_none() && gpu.is_none() {
-            return None;
-        }
-        Some(clocks.chain(gpu).all(Clock::locked))
+        let mut governed =
+            self.cpus.iter().filter_map(|c| c.clock.as_ref()).chain(gpu).filter_map(Clock::locked).peekable();
+        governed.peek()?;
+        Some(governed.all(|locked| locked))
     }
 }
 

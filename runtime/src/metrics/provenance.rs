@@ -15,6 +15,8 @@ pub struct Provenance {
     pub board: Option<String>,
     /// From `/etc/nv_tegra_release`, e.g. `36.3.0`.
     pub l4t: Option<String>,
+    /// The JetPack major release that L4T belongs to, e.g. `6`.
+    pub jetpack: Option<&'static str>,
     pub kernel: Option<String>,
     /// `nvpmodel -q`: the power mode's name and number, e.g. `MAXN (0)`.
     pub nvpmodel: Option<String>,
@@ -26,9 +28,11 @@ pub struct Provenance {
 
 impl Provenance {
     pub fn read(root: &Path) -> Provenance {
+        let l4t = read_trimmed(&root.join("etc/nv_tegra_release")).and_then(|t| l4t_release(&t));
         Provenance {
             board: read_trimmed(&root.join("proc/device-tree/model")),
-            l4t: read_trimmed(&root.join("etc/nv_tegra_release")).and_then(|t| l4t_release(&t)),
+            jetpack: l4t.as_deref().and_then(jetpack),
+            l4t,
             kernel: read_trimmed(&root.join("proc/sys/kernel/osrelease")),
             nvpmodel: nvpmodel(),
             cuda: cuda_version(root),
@@ -45,6 +49,18 @@ fn l4t_release(text: &str) -> Option<String> {
     let major = line.strip_prefix("# R")?.split_whitespace().next()?;
     let revision = line.split("REVISION:").nth(1)?.split(',').next()?.trim();
     Some(format!("{major}.{revision}"))
+}
+
+/// L4T's major release to JetPack's: R32 is JetPack 4 (Nano, TX1, TX2, Xavier), R34/R35 JetPack 5
+/// (Xavier, Orin), R36 JetPack 6 (Orin), R38/R39 JetPack 7 (Thor; Orin from 7.2).
+fn jetpack(l4t: &str) -> Option<&'static str> {
+    match l4t.split('.').next()? {
+        "32" => Some("4"),
+        "34" | "35" => Some("5"),
+        "36" => Some("6"),
+        "38" | "39" => Some("7"),
+        _ => None,
+    }
 }
 
 /// The power mode from `nvpmodel -q` (on the PATH of every Jetson), which prints
@@ -91,6 +107,15 @@ mod tests {
         let text = "# R36 (release), REVISION: 3.0, GCID: 36191598, BOARD: generic, EABI: aarch64, DATE: Mon May  6 17:34:21 UTC 2024\n# KERNEL_VARIANT: oot\n";
         assert_eq!(super::l4t_release(text).as_deref(), Some("36.3.0"));
         assert_eq!(super::l4t_release("garbage"), None);
+    }
+
+    #[test]
+    fn jetpack_from_l4t() {
+        let cases =
+            [("32.7.1", Some("4")), ("35.4.1", Some("5")), ("36.3.0", Some("6")), ("38.2.0", Some("7"))];
+        for (l4t, jetpack) in cases.into_iter().chain([("28.2.1", None), ("", None), ("x", None)]) {
+            assert_eq!(super::jetpack(l4t), jetpack, "{l4t}");
+        }
     }
 
     #[test]

@@ -8,7 +8,7 @@ use serde::Serialize;
 use tract_onnx::pb::{self, tensor_proto::DataType};
 use tract_onnx::prelude::*;
 
-use super::{onnx, Model};
+use super::{onnx, spec_defaults, Model};
 use crate::error::one_line;
 use crate::precision::Precision;
 use crate::tensor::TensorSpec;
@@ -301,7 +301,8 @@ fn groups_2_4(w: &LayerWeight) -> (u64, u64) {
 /// Multiply-accumulates at batch 1, from the output shapes tract infers and the weight shapes.
 fn macs(model: &Model, proto: &pb::ModelProto, weights: &Weights) -> TractResult<u64> {
     let dir = model.onnx_path.parent().and_then(|d| d.to_str());
-    let parsed = onnx::framework().parse(proto, dir)?;
+    let filled = spec_defaults::fill(proto);
+    let parsed = onnx::framework().parse(filled.as_ref().unwrap_or(proto), dir)?;
     let mut graph = parsed.model;
     let input_index =
         graph.input_outlets()?.iter().position(|o| graph.node(o.node).name == model.manifest.input.name);

@@ -4,6 +4,7 @@ pub mod digest;
 pub mod inspect;
 pub mod manifest;
 pub mod onnx;
+pub mod spec_defaults;
 
 use std::path::{Path, PathBuf};
 

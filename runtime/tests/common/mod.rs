@@ -1,6 +1,8 @@
 //! Paths and helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod graph;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -65,6 +67,32 @@ pub fn top1(v: &[f32]) -> usize {
 /// Whether the binary runs under an emulator (`EDGERT_TEST_RUNNER`, e.g. qemu-aarch64).
 pub fn emulated() -> bool {
     std::env::var_os("EDGERT_TEST_RUNNER").is_some_and(|r| !r.is_empty())
+}
+
+/// `found`, or `None` after printing `SKIPPED test: why`: a failure instead where the switch
+/// `require` is `1`, as CI sets it for what it installs.
+pub fn or_skipped<T>(found: Option<T>, require: &str, test: &str, why: &str) -> Option<T> {
+    if found.is_none() {
+        assert!(std::env::var(require).as_deref() != Ok("1"), "{test}: {why} ({require}=1)");
+        eprintln!("SKIPPED {test}: {why}");
+    }
+    found
+}
+
+/// YOLOv3-tiny FP32's manifest (its name in models/), where its model is here (35 MB, untracked:
+/// models/fetch.sh brings it) and the tests run natively. Under an emulator its runs took minutes
+/// of CI for no code of their own: MobileNetV2 FP32 and YOLOv3-tiny INT8 run the same kernels and
+/// heads there.
+pub fn yolo_fp32() -> Option<&'static str> {
+    let onnx = model("yolov3_tiny_coco_fp32.onnx");
+    if emulated() || !onnx.exists() {
+        eprintln!(
+            "skipped: YOLOv3-tiny FP32 ({} absent or emulated); the INT8 model stands in",
+            onnx.display()
+        );
+        return None;
+    }
+    Some("yolov3_tiny_coco_fp32.toml")
 }
 
 /// A path that cannot exist, whoever runs the test (root included) and whatever else runs on the

@@ -17,7 +17,7 @@ use ort::value::{PrimitiveTensorElementType, Tensor, TensorRef};
 
 pub use self::error::LibraryError;
 pub use self::options::{OrtOptions, Provider};
-use super::{Backend, PrepareOptions, Prepared, Session, Unavailable, Unsupported};
+use super::{cannot_run, Backend, PrepareOptions, Prepared, Session, Unavailable, Unsupported};
 use crate::model::Model;
 use crate::precision::Precision;
 use crate::tensor::ElementType;
@@ -137,10 +137,7 @@ impl Recipe {
         let mut builder = builder
             .with_execution_providers([self.provider()])
             .map_err(|e| fail(&format!("execution provider {} did not register", self.ort.provider), &e))?;
-        builder.commit_from_file(&self.path).map_err(|e| Error::InvalidModel {
-            path: self.path.clone(),
-            reason: format!("ONNX Runtime {}: {}", runtime.version, crate::error::one_line(&e.to_string())),
-        })
+        builder.commit_from_file(&self.path).map_err(|e| cannot_run::ort(&self.path, &runtime.version, &e))
     }
 
     fn configure(&self, builder: SessionBuilder) -> std::result::Result<SessionBuilder, ort::Error> {
@@ -242,13 +239,34 @@ impl Session for OrtSession {
         .map_err(|e| failed(&e))?;
         let outputs =
             self.session.run(ort::inputs![self.input_name.as_str() => value]).map_err(|e| failed(&e))?;
-        outputs
-            .values()
-            .map(|value| {
-                let (shape, data) = value.try_extract_tensor::<f32>().map_err(|e| failed(&e))?;
-                Ok(HostTensor::new(shape.iter().map(|&d| d as usize).collect(), data.to_vec()))
-            })
-            .collect()
+        outputs.values().map(|value| as_f32(&value).map_err(|e| failed(&e))).collect()
+    }
+}
+
+/// An output's values as f32, whatever their numeric type, as the `cpu` backend casts them
+/// (indices from ArgMax or a sequence model's lengths are i64).
+fn as_f32(value: &ort::value::DynValueRef<'_>) -> std::result::Result<HostTensor, String> {
+    fn cast<T: PrimitiveTensorElementType + Copy + std::fmt::Debug>(
+        value: &ort::value::DynValueRef<'_>,
+        to_f32: impl Fn(T) -> f32,
+    ) -> std::result::Result<HostTensor, String> {
+        let (shape, data) = value.try_extract_tensor::<T>().map_err(|e| e.to_string())?;
+        Ok(HostTensor::new(
+            shape.iter().map(|&d| d as usize).collect(),
+            data.iter().map(|&v| to_f32(v)).collect(),
+        ))
+    }
+    use ort::value::{TensorElementType as T, ValueType};
+    match value.dtype() {
+        ValueType::Tensor { ty: T::Float32, .. } => cast::<f32>(value, |v| v),
+        ValueType::Tensor { ty: T::Float16, .. } => cast::<half::f16>(value, half::f16::to_f32),
+        ValueType::Tensor { ty: T::Float64, .. } => cast::<f64>(value, |v| v as f32),
+        ValueType::Tensor { ty: T::Int64, .. } => cast::<i64>(value, |v| v as f32),
+        ValueType::Tensor { ty: T::Int32, .. } => cast::<i32>(value, |v| v as f32),
+        ValueType::Tensor { ty: T::Int8, .. } => cast::<i8>(value, f32::from),
+        ValueType::Tensor { ty: T::Uint8, .. } => cast::<u8>(value, f32::from),
+        ValueType::Tensor { ty: T::Bool, .. } => cast::<bool>(value, |v| f32::from(u8::from(v))),
+        other => Err(format!("an output of type {other}, which edgert does not read")),
     }
 }
 

@@ -72,7 +72,9 @@ impl ErrorBuf {
     }
 
     pub fn text(&self) -> String {
-        let bytes: Vec<u8> = self.message.iter().take_while(|&&c| c != 0).map(|&c| c as u8).collect();
+        // `c_char` is i8 on x86_64 and u8 on aarch64: its bytes, whichever it is.
+        let bytes: Vec<u8> =
+            self.message.iter().take_while(|&&c| c != 0).map(|c| c.to_ne_bytes()[0]).collect();
         let text = String::from_utf8_lossy(&bytes).trim().to_string();
         if text.is_empty() {
             "no reason given".into()

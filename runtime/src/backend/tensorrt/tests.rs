@@ -104,8 +104,13 @@ fn an_onnx_model_is_built_once_cached_and_runs_through_the_shims_calls() {
         assert_eq!(prepared.inputs()[0].name, model.manifest.input.name);
         let mut session = prepared.spawn().unwrap();
         let outputs = session.run(&digits(batch)).unwrap();
-        let expected =
-            CpuBackend.prepare(&model, &options).unwrap().spawn().unwrap().run(&digits(batch)).unwrap();
+        let expected = CpuBackend::default()
+            .prepare(&model, &options)
+            .unwrap()
+            .spawn()
+            .unwrap()
+            .run(&digits(batch))
+            .unwrap();
         assert_eq!(outputs.len(), expected.len());
         for (got, want) in outputs.iter().zip(&expected) {
             assert_eq!(got.shape, want.shape);
@@ -416,7 +421,8 @@ fn an_engine_with_f16_inputs_and_outputs_is_fed_and_read_through_f32() {
     let got = prepared.spawn().unwrap().run(&digits(2)).unwrap();
     let model = model("digits_mlp_nchw.toml");
     let options = PrepareOptions { batch: 2, ..Default::default() };
-    let want = CpuBackend.prepare(&model, &options).unwrap().spawn().unwrap().run(&digits(2)).unwrap();
+    let want =
+        CpuBackend::default().prepare(&model, &options).unwrap().spawn().unwrap().run(&digits(2)).unwrap();
     assert_eq!(got[0].shape, want[0].shape);
     // The input and the outputs each lose bits to f16: within a few f16 steps of the f32 answer.
     for (g, w) in got[0].data.iter().zip(&want[0].data) {
@@ -575,7 +581,8 @@ fn an_input_already_on_the_gpu_is_bound_in_place_and_gives_the_same_outputs() {
     let misaligned = unsafe { DeviceBatch::new(address + 4, &input.shape, false) };
     let error = session.run_on_device(&misaligned).unwrap_err();
     assert!(error.to_string().contains("is not aligned to 256 bytes"), "{error}");
-    let cpu = CpuBackend.prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions::default()).unwrap();
+    let cpu =
+        CpuBackend::default().prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions::default()).unwrap();
     assert!(!cpu.spawn().unwrap().takes_device_input());
 }
 

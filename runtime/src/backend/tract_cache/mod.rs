@@ -34,7 +34,7 @@ mod tests;
 
 /// Raised when what edgert hands tract to analyse changes (constant folding, operator
 /// translation), so entries written before are not read after.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 /// What a cached model was analysed from and for.
 #[derive(Debug, Serialize)]

@@ -15,7 +15,7 @@ fn shipped(name: &str) -> Model {
 
 fn analysed_at_batch(model: &Model, batch: usize) -> TypedModel {
     let shape = model.input_shape(batch);
-    analysed(model, model.onnx("a test").unwrap(), &shape, model.manifest.input.dtype).unwrap()
+    analysed(model, model.onnx("a test").unwrap(), &shape, model.manifest.input.dtype, "cpu").unwrap()
 }
 
 /// `model` as the `cpu` backend runs it: edgert's operators swapped in, then optimized.

@@ -21,9 +21,15 @@ pub struct Line {
     pub swap_used_mb: Option<u64>,
     pub swap_total_mb: Option<u64>,
     pub gpu_load_pct: Option<f64>,
+    /// The first GPC's clock where there are several (AGX Orin, Thor): `gpc_mhz[0]`.
     pub gpu_mhz: Option<f64>,
+    /// Every GPC's clock as printed.
+    pub gpc_mhz: Vec<f64>,
     /// Per core: `None` when the core is off.
     pub cpu_mhz: Vec<Option<f64>>,
+    pub cpu_load_pct: Vec<Option<f64>>,
+    pub emc_load_pct: Option<f64>,
+    pub emc_mhz: Option<f64>,
     pub temperatures_c: BTreeMap<String, f64>,
     /// Rail name and its current power in milliwatts.
     pub rails_mw: Vec<(String, f64)>,
@@ -35,36 +41,66 @@ fn used_of(token: &str) -> Option<(u64, u64)> {
     Some((used.parse().ok()?, total.parse().ok()?))
 }
 
-/// `0%@921`, `0%@[305]`, `0%@[0,0]` (AGX Orin's two GPCs: the first), `12%` → (load, MHz).
-fn load_at(token: &str) -> Option<(f64, Option<f64>)> {
-    let (load, freq) = match token.split_once('@') {
-        Some((l, f)) => (l, f.trim_matches(|c| c == '[' || c == ']').split(',').next()),
+/// A load and its clocks: `0%@921`, `0%@[305]`, `45%@[1300,1300]` (one per GPC), `12%` → (load,
+/// MHz). An unreadable clock makes the whole token unreadable, not a shorter list.
+fn load_at(token: &str) -> Option<(f64, Vec<f64>)> {
+    let (load, clocks) = match token.split_once('@') {
+        Some((l, f)) => (l, Some(f.trim_matches(|c| c == '[' || c == ']'))),
         None => (token, None),
     };
     let load = limits::PERCENT.check("", load.strip_suffix('%')?.parse().ok()?).ok()?;
-    Some((load, freq.and_then(|f| limits::MHZ.check("", f.parse().ok()?).ok())))
+    let mhz = clocks.map_or(Some(Vec::new()), |list| {
+        list.split(',').map(|f| limits::MHZ.check("", f.parse().ok()?).ok()).collect()
+    })?;
+    Some((load, mhz))
 }
 
-/// A rail's reading: `4977mW/4977mW` (JetPack 5/6) or `1191/1191` (JetPack 4): current/average.
+/// The cores of `[3%@102,2%@102,off]` (JetPack 4 to 7) or of `[3%,2%,off]@1420` (the older form
+/// with one clock for all): per core, its load and clock, `None` when off or unreadable.
+fn cores(list: &str, shared_mhz: Option<f64>) -> Vec<(Option<f64>, Option<f64>)> {
+    list.split(',')
+        .map(|core| match load_at(core) {
+            Some((load, mhz)) => (Some(load), mhz.first().copied().or(shared_mhz)),
+            None => (None, None),
+        })
+        .collect()
+}
+
+/// A rail's reading, current first: `4977mW/4977mW` (JetPack 5/6: current/average), `1191/1191`
+/// (JetPack 4, no unit), `5139mW/5139mW/5139mW` (JetPack 7: current/average/max), or `4977mW`.
+/// A lone number without a unit is not a rail (`APE 150` is a clock).
 fn milliwatts(token: &str) -> Option<f64> {
-    let (current, average) = token.split_once('/')?;
+    let values: Vec<&str> = token.split('/').collect();
+    if values.len() > 3 || (values.len() == 1 && !token.ends_with("mW")) {
+        return None;
+    }
     let number = |s: &str| {
         let mw = s.strip_suffix("mW").unwrap_or(s).parse::<f64>().ok()?;
         limits::WATTS.check("", mw / 1e3).ok().map(|_| mw)
     };
-    number(average)?;
-    number(current)
+    let mut readings = values.into_iter().map(number);
+    let current = readings.next()??;
+    readings.all(|r| r.is_some()).then_some(current)
 }
 
+/// Rails the sensor lists but nothing is wired to, as sysfs's `NC` channels.
+const UNCONNECTED_RAIL: &str = "NC";
+
 fn is_rail_name(name: &str) -> bool {
-    name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+    name != UNCONNECTED_RAIL
+        && name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
         && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
-/// `gpu@44.75C` → ("gpu", 44.75); `-256` readings (no sensor) are dropped.
+/// `gpu@44.75C` or `cpu@52.968C/52.968C` (JetPack 7: current/average) → ("gpu", 44.75); `-256`
+/// readings (no sensor) are dropped.
 fn temperature(token: &str) -> Option<(String, f64)> {
-    let (name, value) = token.split_once('@')?;
-    let celsius: f64 = value.strip_suffix('C')?.parse().ok()?;
+    let (name, values) = token.split_once('@')?;
+    let mut readings = values.split('/').map(|v| v.strip_suffix('C')?.parse::<f64>().ok());
+    let celsius = readings.next()??;
+    if values.split('/').count() > 2 || !readings.all(|r| r.is_some()) {
+        return None;
+    }
     let real = celsius > -255.0 && limits::CELSIUS.check("", celsius).is_ok();
     (real && !name.is_empty()).then(|| (name.to_string(), celsius))
 }
@@ -81,15 +117,21 @@ pub fn parse(text: &str) -> Line {
             ("RAM", _) => (line.ram_used_mb, line.ram_total_mb) = used_of(next).unzip(),
             ("SWAP", _) => (line.swap_used_mb, line.swap_total_mb) = used_of(next).unzip(),
             ("GR3D_FREQ", _) => {
-                (line.gpu_load_pct, line.gpu_mhz) = load_at(next).map_or((None, None), |(l, f)| (Some(l), f))
+                let (load, gpcs) = load_at(next).unzip();
+                (line.gpu_load_pct, line.gpc_mhz) = (load, gpcs.unwrap_or_default());
+                line.gpu_mhz = line.gpc_mhz.first().copied();
+            }
+            ("EMC_FREQ", _) => {
+                let (load, mhz) = load_at(next).unzip();
+                (line.emc_load_pct, line.emc_mhz) = (load, mhz.and_then(|m| m.first().copied()));
             }
             ("CPU", _) if next.starts_with('[') => {
-                line.cpu_mhz = next
-                    .trim_matches(|c| c == '[' || c == ']')
-                    .split(',')
-                    .map(|core| load_at(core).and_then(|(_, f)| f))
-                    .collect()
+                let (list, shared) = next.trim_start_matches('[').split_once(']').unwrap_or((next, ""));
+                let shared_mhz =
+                    shared.strip_prefix('@').and_then(|f| limits::MHZ.check("", f.parse().ok()?).ok());
+                (line.cpu_load_pct, line.cpu_mhz) = cores(list, shared_mhz).into_iter().unzip();
             }
+            (UNCONNECTED_RAIL, _) if milliwatts(next).is_some() => {}
             (_, Some(mw)) => line.rails_mw.push((name.to_string(), mw)),
             _ => {
                 consumed = false;

@@ -1,6 +1,7 @@
 //! A snapshot of what the board is doing besides inference: process and system memory, clocks, GPU
 //! load and temperatures. Read from sysfs and procfs under a root; where sysfs shows neither thermal
-//! zones nor a GPU but `tegrastats` is on the PATH, its lines fill those in.
+//! zones nor a GPU but `tegrastats` is on the PATH, its lines fill in what sysfs leaves empty:
+//! temperatures, memory, GPU load and clock, per-core CPU loads and clocks, the EMC clock.
 
 pub mod run;
 
@@ -9,7 +10,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use super::clocks::{ClockReader, Clocks, Gpu};
+use super::clocks::{Clock, ClockReader, Clocks, CpuCore, Gpu};
 use super::system_memory::SystemMemory;
 use super::thermal::{Zone, ZoneReader};
 use super::{memory, tegrastats};
@@ -83,9 +84,27 @@ fn fill_from_tegrastats(snapshot: &mut Snapshot, line: &tegrastats::Line) {
             .map(|(name, celsius)| Zone { name: name.clone(), celsius: *celsius, trip_c: None })
             .collect();
     }
-    if snapshot.clocks.gpu.is_none() && line.gpu_load_pct.is_some() {
-        snapshot.clocks.gpu =
-            Some(Gpu { device: "tegrastats".into(), clock: None, load_pct: line.gpu_load_pct });
+    let clocks = &mut snapshot.clocks;
+    if clocks.gpu.is_none() && (line.gpu_load_pct.is_some() || line.gpu_mhz.is_some()) {
+        clocks.gpu = Some(Gpu {
+            device: "tegrastats".into(),
+            clock: line.gpu_mhz.map(Clock::current),
+            load_pct: line.gpu_load_pct,
+        });
+    }
+    if clocks.cpus.iter().all(|c| c.clock.is_none()) && !line.cpu_mhz.is_empty() {
+        clocks.cpus = (line.cpu_mhz.iter().zip(&line.cpu_load_pct).enumerate())
+            .map(|(core, (mhz, load))| CpuCore {
+                core,
+                // tegrastats prints `off` for a core that is off, which reads as neither.
+                online: mhz.is_some() || load.is_some(),
+                clock: mhz.map(Clock::current),
+                load_pct: *load,
+            })
+            .collect();
+    }
+    if clocks.emc_mhz.is_none() {
+        (clocks.emc_mhz, clocks.emc_load_pct) = (line.emc_mhz, line.emc_load_pct);
     }
     if snapshot.memory.is_none() {
         if let (Some(used), Some(total)) = (line.ram_used_mb, line.ram_total_mb) {

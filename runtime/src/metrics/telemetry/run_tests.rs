@@ -4,8 +4,11 @@ use crate::metrics::system_memory::SystemMemory;
 use crate::metrics::thermal::Zone;
 
 fn snapshot(cpu_mhz: f64, locked: bool, gpu_load: f64, tj_c: f64, rss: u64) -> Snapshot {
-    let clock =
-        |cur: f64| Clock { cur_mhz: cur, min_mhz: if locked { 1500.0 } else { 100.0 }, max_mhz: 1500.0 };
+    let clock = |cur: f64| Clock {
+        cur_mhz: cur,
+        min_mhz: Some(if locked { 1500.0 } else { 100.0 }),
+        max_mhz: Some(1500.0),
+    };
     Snapshot {
         rss_bytes: Some(rss),
         memory: Some(SystemMemory {
@@ -19,8 +22,8 @@ fn snapshot(cpu_mhz: f64, locked: bool, gpu_load: f64, tj_c: f64, rss: u64) -> S
         }),
         clocks: Clocks {
             cpus: vec![
-                CpuCore { core: 0, online: true, clock: Some(clock(cpu_mhz)) },
-                CpuCore { core: 1, online: false, clock: None },
+                CpuCore { core: 0, online: true, clock: Some(clock(cpu_mhz)), load_pct: None },
+                CpuCore { core: 1, online: false, clock: None, load_pct: None },
             ],
             gpu: Some(Gpu {
                 device: "17000000.ga10b".into(),
@@ -28,6 +31,7 @@ fn snapshot(cpu_mhz: f64, locked: bool, gpu_load: f64, tj_c: f64, rss: u64) -> S
                 load_pct: Some(gpu_load),
             }),
             emc_mhz: None,
+            emc_load_pct: None,
         },
         zones: vec![Zone { name: "tj-thermal".into(), celsius: tj_c, trip_c: Some(99.0) }],
     }
