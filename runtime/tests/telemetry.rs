@@ -255,6 +255,7 @@ fn thor_is_a_board_like_the_others_through_tegrastats() {
         (Some(1575.0), Some(7.0))
     );
     assert_eq!((clocks["emc_mhz"].as_f64(), clocks["emc_load_pct"].as_f64()), (Some(4266.0), Some(1.0)));
+    assert_eq!(clocks["gpu"]["gpc_mhz"], serde_json::json!([1575.0, 1575.0, 1575.0]), "every GPC kept");
     assert_eq!(i["telemetry"]["zones"].as_array().unwrap().len(), 4);
 
     let text = run(&["info"]);

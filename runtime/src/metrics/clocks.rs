@@ -46,6 +46,9 @@ pub struct Gpu {
     pub clock: Option<Clock>,
     /// Busy percentage over the driver's last window.
     pub load_pct: Option<f64>,
+    /// Each GPC's clock where tegrastats lists several (AGX Orin, Thor); `clock` is the first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gpc_mhz: Vec<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -131,6 +134,7 @@ impl ClockReader {
                     .as_ref()
                     .and_then(|l| l.read().ok())
                     .and_then(|permille| limits::PERCENT.check("", permille / 10.0).ok()),
+                gpc_mhz: Vec::new(),
             }),
             emc_mhz: self
                 .emc

@@ -90,6 +90,7 @@ fn fill_from_tegrastats(snapshot: &mut Snapshot, line: &tegrastats::Line) {
             device: "tegrastats".into(),
             clock: line.gpu_mhz.map(Clock::current),
             load_pct: line.gpu_load_pct,
+            gpc_mhz: line.gpc_mhz.clone(),
         });
     }
     if clocks.cpus.iter().all(|c| c.clock.is_none()) && !line.cpu_mhz.is_empty() {

@@ -29,6 +29,7 @@ fn snapshot(cpu_mhz: f64, locked: bool, gpu_load: f64, tj_c: f64, rss: u64) -> S
                 device: "17000000.ga10b".into(),
                 clock: Some(clock(1500.0)),
                 load_pct: Some(gpu_load),
+                gpc_mhz: Vec::new(),
             }),
             emc_mhz: None,
             emc_load_pct: None,
