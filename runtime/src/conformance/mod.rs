@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 
 use prost::Message;
 use tract_onnx::pb;
-use tract_onnx::prelude::*;
 
 use crate::backend::cpu::{CpuBackend, CpuKernels};
 use crate::backend::{self, Backend};
@@ -53,11 +52,10 @@ pub enum InputSource {
     Ramp,
 }
 
-/// A tensor read from a `.pb`: its shape, its element type, its values as f32.
+/// A tensor read from a `.pb`: its shape and its values as f32.
 #[derive(Debug, Clone)]
 pub struct Values {
     pub shape: Vec<usize>,
-    pub datum: DatumType,
     pub data: Vec<f32>,
 }
 
@@ -187,5 +185,5 @@ pub fn read_tensor(path: &Path) -> Result<Values> {
     let datum = tensor.datum_type();
     let values = tensor.cast_to::<f32>().map_err(|e| fail(format!("{datum:?} values: {}", one_line(&e))))?;
     let view = values.to_plain_array_view::<f32>().map_err(|e| fail(one_line(&e)))?;
-    Ok(Values { shape: tensor.shape().to_vec(), datum, data: view.iter().copied().collect() })
+    Ok(Values { shape: tensor.shape().to_vec(), data: view.iter().copied().collect() })
 }

@@ -113,7 +113,7 @@ pub fn run(case: &Case, backend: &dyn Backend) -> Outcome {
 fn ramp(shape: &[usize]) -> Values {
     let n = shape.iter().product::<usize>();
     let data = (0..n).map(|i| (i as f64 / n as f64) as f32).collect();
-    Values { shape: shape.to_vec(), datum: tract_onnx::prelude::DatumType::F32, data }
+    Values { shape: shape.to_vec(), data }
 }
 
 /// Every element within `atol + rtol * |expected|` (NaN where NaN is expected, infinities equal);
@@ -156,10 +156,9 @@ pub fn compare(got: &[f32], want: &Values, rtol: f64, atol: f64) -> Result<f64, 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tract_onnx::prelude::DatumType;
 
     fn values(data: &[f32]) -> Values {
-        Values { shape: vec![data.len()], datum: DatumType::F32, data: data.to_vec() }
+        Values { shape: vec![data.len()], data: data.to_vec() }
     }
 
     #[test]

@@ -21,9 +21,7 @@ pub struct Line {
     pub swap_used_mb: Option<u64>,
     pub swap_total_mb: Option<u64>,
     pub gpu_load_pct: Option<f64>,
-    /// The first GPC's clock where there are several (AGX Orin, Thor): `gpc_mhz[0]`.
-    pub gpu_mhz: Option<f64>,
-    /// Every GPC's clock as printed.
+    /// Every GPC's clock as printed (one before AGX Orin); `gpu_mhz` is the first.
     pub gpc_mhz: Vec<f64>,
     /// Per core: `None` when the core is off.
     pub cpu_mhz: Vec<Option<f64>>,
@@ -119,7 +117,6 @@ pub fn parse(text: &str) -> Line {
             ("GR3D_FREQ", _) => {
                 let (load, gpcs) = load_at(next).unzip();
                 (line.gpu_load_pct, line.gpc_mhz) = (load, gpcs.unwrap_or_default());
-                line.gpu_mhz = line.gpc_mhz.first().copied();
             }
             ("EMC_FREQ", _) => {
                 let (load, mhz) = load_at(next).unzip();
@@ -149,6 +146,11 @@ pub fn parse(text: &str) -> Line {
 const TOTAL_RAILS: &[&str] = &["VDD_IN", "POM_5V_IN"];
 
 impl Line {
+    /// The GPU's clock: the first GPC's where there are several (AGX Orin, Thor).
+    pub fn gpu_mhz(&self) -> Option<f64> {
+        self.gpc_mhz.first().copied()
+    }
+
     /// The total's rail name (`None`: sum of rails) and watts.
     pub fn total_w(&self) -> (Option<&'static str>, Option<f64>) {
         match TOTAL_RAILS.iter().find(|t| self.rails_mw.iter().any(|r| r.0 == **t)) {

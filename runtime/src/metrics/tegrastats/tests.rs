@@ -17,7 +17,7 @@ fn jetpack_4_rails_have_no_units() {
     assert_eq!(rails(&l), [("POM_5V_IN", 1191.0), ("POM_5V_GPU", 40.0), ("POM_5V_CPU", 160.0)]);
     assert_eq!(l.total_w(), (Some("POM_5V_IN"), Some(1.191)));
     assert_eq!((l.ram_used_mb, l.ram_total_mb, l.swap_total_mb), (Some(1645), Some(3956), Some(1978)));
-    assert_eq!((l.gpu_load_pct, l.gpu_mhz), (Some(0.0), Some(76.0)));
+    assert_eq!((l.gpu_load_pct, l.gpu_mhz()), (Some(0.0), Some(76.0)));
     assert_eq!(l.cpu_mhz, [Some(102.0); 4]);
     assert_eq!(l.temperatures_c["GPU"], 24.0);
     assert_eq!(l.temperatures_c.len(), 6, "{:?}", l.temperatures_c);
@@ -28,7 +28,7 @@ fn jetpack_5_milliwatts_and_offline_cores() {
     let l = line("jp5-xavier-nx.txt");
     assert_eq!(rails(&l), [("VDD_IN", 3432.0), ("VDD_CPU_GPU_CV", 474.0), ("VDD_SOC", 1264.0)]);
     assert_eq!(l.cpu_mhz, [Some(1190.0), Some(1190.0), Some(1190.0), Some(1190.0), None, None]);
-    assert_eq!((l.gpu_load_pct, l.gpu_mhz), (Some(12.0), Some(114.0)));
+    assert_eq!((l.gpu_load_pct, l.gpu_mhz()), (Some(12.0), Some(114.0)));
     assert_eq!(l.temperatures_c["Tdiode"], 35.25);
 }
 
@@ -36,7 +36,7 @@ fn jetpack_5_milliwatts_and_offline_cores() {
 fn jetpack_6_current_not_average_and_bracketed_gpu_clock() {
     let l = line("jp6-orin-nano.txt");
     assert_eq!(l.total_w(), (Some("VDD_IN"), Some(4.977)));
-    assert_eq!((l.gpu_load_pct, l.gpu_mhz), (Some(3.0), Some(305.0)));
+    assert_eq!((l.gpu_load_pct, l.gpu_mhz()), (Some(3.0), Some(305.0)));
     assert_eq!(l.ram_used_mb, Some(2338));
     assert_eq!(l.temperatures_c["tj"], 45.5);
 }
@@ -47,7 +47,7 @@ fn agx_orin_sums_its_rails_and_drops_absent_sensors() {
     let (rail, total) = l.total_w();
     assert_eq!(rail, None);
     assert!((total.unwrap() - (2387.0 + 397.0 + 2623.0 + 503.0) / 1e3).abs() < 1e-9);
-    assert_eq!((l.gpu_load_pct, l.gpu_mhz), (Some(45.0), Some(1300.0)));
+    assert_eq!((l.gpu_load_pct, l.gpu_mhz()), (Some(45.0), Some(1300.0)));
     assert!(!l.temperatures_c.contains_key("cv0"), "−256 °C is no sensor");
     assert_eq!(l.cpu_mhz.len(), 8);
 }
@@ -72,7 +72,7 @@ fn jetpack_7_thor_three_values_per_rail_two_per_zone_and_no_nc_rail() {
     assert!((total.unwrap() - (5139.0 + 3206.0 + 4820.0) / 1e3).abs() < 1e-9);
     assert_eq!(l.temperatures_c["cpu"], 52.968);
     assert_eq!(l.temperatures_c.len(), 4, "{:?}", l.temperatures_c);
-    assert_eq!((l.gpu_load_pct, l.gpu_mhz), (Some(7.0), Some(1575.0)));
+    assert_eq!((l.gpu_load_pct, l.gpu_mhz()), (Some(7.0), Some(1575.0)));
     assert_eq!(l.gpc_mhz, [1575.0; 3]);
     assert_eq!((l.emc_load_pct, l.emc_mhz), (Some(1.0), Some(4266.0)));
     assert_eq!(l.cpu_mhz.len(), 14);
@@ -127,7 +127,7 @@ fn rails_with_one_two_or_three_values_and_what_is_not_a_rail() {
 #[test]
 fn a_gpu_clock_list_with_a_bad_entry_gives_no_clock() {
     let l = parse("GR3D_FREQ 5%@[1300,x]");
-    assert_eq!((l.gpu_load_pct, l.gpu_mhz), (None, None));
+    assert_eq!((l.gpu_load_pct, l.gpu_mhz()), (None, None));
     assert!(l.gpc_mhz.is_empty());
 }
 

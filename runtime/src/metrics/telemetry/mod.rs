@@ -85,10 +85,10 @@ fn fill_from_tegrastats(snapshot: &mut Snapshot, line: &tegrastats::Line) {
             .collect();
     }
     let clocks = &mut snapshot.clocks;
-    if clocks.gpu.is_none() && (line.gpu_load_pct.is_some() || line.gpu_mhz.is_some()) {
+    if clocks.gpu.is_none() && (line.gpu_load_pct.is_some() || line.gpu_mhz().is_some()) {
         clocks.gpu = Some(Gpu {
             device: "tegrastats".into(),
-            clock: line.gpu_mhz.map(Clock::current),
+            clock: line.gpu_mhz().map(Clock::current),
             load_pct: line.gpu_load_pct,
             gpc_mhz: line.gpc_mhz.clone(),
         });
