@@ -12,6 +12,10 @@ Cached start: the same with edgert's opt-in tract load cache (EDGERT_TRACT_CACHE
 run's) holding the model, stored by one start before; `cpu` only (the `ort` backend has no such cache).
 
     python3 benches/peer_onnxruntime.py [--edgert target/release/edgert] [--threads 1,2] [--backends cpu,ort]
+        [--rounds N] [--cold-runs 0]
+--rounds repeats the whole table, the runs taking turns, so that a drifting machine shows as
+spread between rounds rather than as a difference between engines; --cold-runs 0 leaves out the
+start times.
 Needs: pip install onnxruntime numpy pillow (see benches/README.md).
 """
 import argparse
@@ -117,7 +121,10 @@ def main():
     ap.add_argument("--backends", default="cpu,ort")
     ap.add_argument("--duration-s", type=float, default=3.0)
     ap.add_argument("--cold-runs", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=1)
     args = ap.parse_args()
+    if args.rounds < 1 or args.cold_runs < 0 or not args.duration_s > 0:
+        sys.exit("peer_onnxruntime.py: --rounds must be at least 1, --cold-runs at least 0, --duration-s above 0")
     if not os.access(args.edgert, os.X_OK):
         sys.exit(f"peer_onnxruntime.py: {args.edgert}: not an executable (cargo build --release first)")
     capi = os.path.join(os.path.dirname(ort.__file__), "capi")
@@ -128,39 +135,56 @@ def main():
           f"onnxruntime {ort.__version__} ({library}); photo {os.path.basename(args.photo)}\n")
     cache = tempfile.mkdtemp(prefix="edgert-tract-cache-")
     cached_env = dict(env, EDGERT_TRACT_CACHE=cache)
-    print("| model | threads | engine | p50 | p50 ratio | p99 | p99 ratio | cold start | cold ratio "
-          "| cached start | cached ratio |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for name in args.models.split(","):
-        manifest_path = os.path.join(ROOT, "models", name + ".toml")
-        with open(manifest_path, "rb") as f:
-            manifest = tomllib.load(f)
-        onnx_path = os.path.join(ROOT, "models", manifest["model"]["file"])
-        x = preprocess(manifest, args.photo)
-        with tempfile.TemporaryDirectory() as tmp:
-            x_path = os.path.join(tmp, "x.npy")
-            np.save(x_path, x)
-            for threads in [int(t) for t in args.threads.split(",")]:
-                o50, o99 = time_onnxruntime(onnx_path, x, threads, args.duration_s)
-                ocold = median_wall_ms([sys.executable, "-c", COLD_ONNXRUNTIME, onnx_path, str(threads), x_path],
-                                       args.cold_runs, env)
-                print(f"| {name} | {threads} | onnxruntime (Python) | {o50:.2f} ms | 1 | {o99:.2f} ms | 1 | "
-                      f"{ocold:.0f} ms | 1 | — | — |", flush=True)
-                for backend in args.backends.split(","):
-                    e50, e99 = time_edgert(args.edgert, manifest_path, args.photo, backend, threads,
-                                           args.duration_s, env)
-                    start = [args.edgert, "run", "--model", manifest_path, "--input", args.photo,
-                             "--backend", backend, "--threads", str(threads)]
-                    ecold = median_wall_ms(start, args.cold_runs, env)
-                    cached = "— | —"
-                    if backend == "cpu":
-                        median_wall_ms(start, 1, cached_env)  # stores the entry
-                        ecached = median_wall_ms(start, args.cold_runs, cached_env)
-                        cached = f"{ecached:.0f} ms | {ecached / ocold:.2f}×"
-                    print(f"| {name} | {threads} | edgert {backend} | {e50:.2f} ms | {e50 / o50:.2f}× | "
-                          f"{e99:.2f} ms | {e99 / o99:.2f}× | {ecold:.0f} ms | {ecold / ocold:.2f}× | {cached} |",
-                          flush=True)
+    print("| round | model | threads | engine | p50 | p50 ratio | p99 | p99 ratio | p99/p50 | cold start "
+          "| cold ratio | cached start | cached ratio |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    for round_ in range(1, args.rounds + 1):
+        for name in args.models.split(","):
+            table_rows(args, name, round_, env, cached_env)
     shutil.rmtree(cache, ignore_errors=True)
+
+
+def start_ms(command, runs, env):
+    """The median start of `command`, or None with --cold-runs 0."""
+    return median_wall_ms(command, runs, env) if runs else None
+
+
+def ratio(value, peer, unit):
+    if value is None:
+        return "— | —"
+    return f"{value:.0f} {unit} | {value / peer:.2f}×"
+
+
+def table_rows(args, name, round_, env, cached_env):
+    """One model's rows of the table: onnxruntime then each edgert backend, at each thread count."""
+    manifest_path = os.path.join(ROOT, "models", name + ".toml")
+    with open(manifest_path, "rb") as f:
+        manifest = tomllib.load(f)
+    onnx_path = os.path.join(ROOT, "models", manifest["model"]["file"])
+    x = preprocess(manifest, args.photo)
+    with tempfile.TemporaryDirectory() as tmp:
+        x_path = os.path.join(tmp, "x.npy")
+        np.save(x_path, x)
+        for threads in [int(t) for t in args.threads.split(",")]:
+            o50, o99 = time_onnxruntime(onnx_path, x, threads, args.duration_s)
+            ocold = start_ms([sys.executable, "-c", COLD_ONNXRUNTIME, onnx_path, str(threads), x_path],
+                             args.cold_runs, env)
+            cold = "— | —" if ocold is None else f"{ocold:.0f} ms | 1"
+            print(f"| {round_} | {name} | {threads} | onnxruntime (Python) | {o50:.2f} ms | 1 | {o99:.2f} ms | 1 "
+                  f"| {o99 / o50:.2f} | {cold} | — | — |", flush=True)
+            for backend in args.backends.split(","):
+                e50, e99 = time_edgert(args.edgert, manifest_path, args.photo, backend, threads,
+                                       args.duration_s, env)
+                start = [args.edgert, "run", "--model", manifest_path, "--input", args.photo,
+                         "--backend", backend, "--threads", str(threads)]
+                ecold = start_ms(start, args.cold_runs, env)
+                cached = None
+                if backend == "cpu" and args.cold_runs:
+                    median_wall_ms(start, 1, cached_env)  # stores the entry
+                    cached = median_wall_ms(start, args.cold_runs, cached_env)
+                print(f"| {round_} | {name} | {threads} | edgert {backend} | {e50:.2f} ms | {e50 / o50:.2f}× | "
+                      f"{e99:.2f} ms | {e99 / o99:.2f}× | {e99 / e50:.2f} | {ratio(ecold, ocold, 'ms')} "
+                      f"| {ratio(cached, ocold, 'ms')} |", flush=True)
 
 
 def cpu_model():

@@ -528,6 +528,38 @@ fn without_jetson_clocks_the_bench_refuses_unless_told_to_run_unlocked() {
 }
 
 #[test]
+fn a_thread_sweep_benches_the_cpu_backends_at_each_count_and_gpu_ones_once() {
+    if !usable("a_thread_sweep_benches_the_cpu_backends_at_each_count_and_gpu_ones_once", &[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let good = model("digits_mlp_nchw.toml");
+    let sweep = ["--threads", "1,2", "--backends", "cpu,gpu-or-cpu", "--duration-s", "0.1"];
+    let (mut command, _, out_dir) = bench_locally(dir.path(), s(&good), &sweep);
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let threads = |name: &str| {
+        let report = std::fs::read_to_string(out_dir.join(name)).unwrap();
+        serde_json::from_str::<serde_json::Value>(&report).unwrap()["threads"].as_u64()
+    };
+    assert_eq!(threads("digits_mlp_nchw_cpu_t1.json"), Some(1));
+    assert_eq!(threads("digits_mlp_nchw_cpu_t2.json"), Some(2));
+    assert_eq!(threads("digits_mlp_nchw_gpu-or-cpu_t1.json"), Some(1));
+    assert!(!out_dir.join("digits_mlp_nchw_gpu-or-cpu_t2.json").exists(), "a GPU backend runs once");
+    let summary = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    assert!(summary.contains("| cpu | 2 | 1 |"), "{summary}");
+
+    for bad in ["0", "1,,2", "two", "1,2,"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut command, log, _) = bench_locally(dir.path(), s(&good), &["--threads", bad]);
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "--threads {bad}: {}", text(&out));
+        assert!(stderr(&out).contains(&format!("--threads '{bad}'")), "{}", text(&out));
+        assert!(calls(&log).is_empty(), "nothing ran, the clocks untouched");
+    }
+}
+
+#[test]
 fn the_ansible_playbook_deploys_and_benchmarks_localhost() {
     if !usable("the_ansible_playbook_deploys_and_benchmarks_localhost", &["ansible-playbook"]) {
         return;

@@ -86,6 +86,30 @@ fn compare_calls_a_change_within_the_spread_noise_and_a_larger_one_worse() {
 }
 
 #[test]
+fn a_thread_sweep_is_told_apart_in_merge_compare_and_plot() {
+    let dir = tempfile::tempdir().unwrap();
+    let (one, _) = report_on("orin-nano-jp6", "1", dir.path(), "t1.json");
+    let (report, _, _) = bench_on_board(&fixture("orin-nano-jp6"), &["--threads", "2", "--force-threads"]);
+    assert_eq!(report["threads"], 2);
+    let two = dir.path().join("t2.json");
+    std::fs::write(&two, report.to_string()).unwrap();
+
+    let table = stdout(&edgert(&["report", "merge", arg(&one), arg(&two)]));
+    assert!(table.contains("| backend | threads | batch |"), "{table}");
+    let rows: Vec<&str> = table.lines().filter(|l| l.contains("digits_mlp_nchw")).collect();
+    assert!(rows[0].contains("| cpu | 1 | 1 |") && rows[1].contains("| cpu | 2 | 1 |"), "{table}");
+
+    let text = stdout(&edgert(&["report", "compare", arg(&one), arg(&two)]));
+    assert!(text.contains("different thread counts: 1 and 2"), "{text}");
+
+    let svg = dir.path().join("sweep.svg");
+    let out = edgert(&["report", "plot", arg(&one), arg(&two), "--out", arg(&svg)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let svg = std::fs::read_to_string(&svg).unwrap();
+    assert!(svg.contains("cpu · 2 threads") && !svg.contains("cpu · 1 threads"), "legend of the sweep");
+}
+
+#[test]
 fn compare_lists_batches_measured_on_one_side_only() {
     let dir = tempfile::tempdir().unwrap();
     let (before, _) = report_on("xavier-nx-jp5", "1,2", dir.path(), "before.json");

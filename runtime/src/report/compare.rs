@@ -152,6 +152,9 @@ pub fn compare(before: &BenchFile, after: &BenchFile) -> Comparison {
             notes.push(format!("different {what}: {a} and {b}"));
         }
     }
+    if before.threads != after.threads {
+        notes.push(format!("different thread counts: {} and {}", before.threads, after.threads));
+    }
     let mut changes = Vec::new();
     let mut unmatched = Vec::new();
     for b in &before.runs {

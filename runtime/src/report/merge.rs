@@ -14,6 +14,7 @@ pub struct Row {
     pub model: String,
     pub precision: String,
     pub backend: String,
+    pub threads: usize,
     pub batch: usize,
     pub p50_ms: f64,
     pub p90_ms: f64,
@@ -40,6 +41,7 @@ pub fn rows(files: &[BenchFile]) -> Vec<Row> {
                     model: f.model_name(),
                     precision: f.precision.clone(),
                     backend: f.backend.clone(),
+                    threads: f.threads,
                     batch: run.batch,
                     p50_ms: e2e.p50_ms,
                     p90_ms: e2e.p90_ms,
@@ -58,18 +60,19 @@ pub fn rows(files: &[BenchFile]) -> Vec<Row> {
 pub fn markdown(rows: &[Row]) -> String {
     let opt = |v: Option<f64>, digits: usize| v.map_or("n/a".to_string(), |v| format!("{v:.digits$}"));
     let mut out = String::from(
-        "| board | L4T | power mode | model | precision | backend | batch | p50 ms | p90 ms | p99 ms | CoV | frames/s | peak RSS MiB | power W | mJ/inference |\n\
-         |---|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+        "| board | L4T | power mode | model | precision | backend | threads | batch | p50 ms | p90 ms | p99 ms | CoV | frames/s | peak RSS MiB | power W | mJ/inference |\n\
+         |---|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
     );
     for r in rows {
         out += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.1} % | {:.1} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.1} % | {:.1} | {} | {} | {} |\n",
             r.board.replace('|', "/"),
             r.l4t,
             r.power_mode.replace('|', "/"),
             r.model,
             r.precision,
             r.backend,
+            r.threads,
             r.batch,
             r.p50_ms,
             r.p90_ms,

@@ -21,6 +21,8 @@ pub struct BenchFile {
     pub model_sha256: String,
     pub precision: String,
     pub backend: String,
+    /// Intra-op threads (`--threads`).
+    pub threads: usize,
     pub runs: Vec<Run>,
 }
 
@@ -50,6 +52,7 @@ struct RawFile {
     provenance: RawProvenance,
     model: RawModel,
     backend: RawBackend,
+    threads: usize,
     runs: Vec<Run>,
 }
 
@@ -110,6 +113,7 @@ impl BenchFile {
             model_sha256: raw.model.sha256,
             precision: printable(raw.model.precision),
             backend: printable(raw.backend.name),
+            threads: raw.threads,
             runs: raw.runs,
         })
     }
@@ -119,9 +123,11 @@ impl BenchFile {
         Path::new(&self.model).file_stem().map_or(self.model.clone(), |s| s.to_string_lossy().into_owned())
     }
 
-    /// What a legend or a table row calls this report.
+    /// What a legend or a table row calls this report (its threads where more than one, so the
+    /// runs of a thread sweep tell apart).
     pub fn label(&self) -> String {
-        format!("{} · {} · {}", self.board, self.model_name(), self.backend)
+        let threads = if self.threads > 1 { format!(" · {} threads", self.threads) } else { String::new() };
+        format!("{} · {} · {}{threads}", self.board, self.model_name(), self.backend)
     }
 }
 

@@ -144,7 +144,17 @@ impl EvalOp for PointwiseConv {
         }
         let work = positions * cin * cout;
         for (data, out) in input.chunks_exact(data_len).zip(out.chunks_exact_mut(out_len)) {
-            if self.output_channel_last {
+            if positions == 1 {
+                // One row (a fully connected layer on one vector): its output channels are
+                // what splits, each block a run of them: data (1 × in) · weightsᵀ (in × block).
+                on_row_blocks(out, 1, work, |first, columns| {
+                    let weights = (&self.weights[first * cin..], 1, cin);
+                    let product = Product { m: 1, n: columns.len(), k: cin, a: (data, cin, 1), b: weights };
+                    product.run(columns, columns.len())?;
+                    self.finish(columns, |c| self.bias[first + c]);
+                    Ok(())
+                })?;
+            } else if self.output_channel_last {
                 // Rows of positions: data (rows × in) · weightsᵀ (in × out).
                 on_row_blocks(out, cout, work, |first, rows| {
                     let data = if self.data_channel_last {

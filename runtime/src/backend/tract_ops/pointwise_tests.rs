@@ -118,7 +118,10 @@ fn channel_last_and_channel_first_layouts_and_every_kernel_format_match_tract() 
 /// Source (batch × features) → EinSum with a constant (out × features) matrix → + bias, as
 /// tract declutters an ONNX Gemm with transB.
 fn fully_connected(extra_output: bool) -> TypedModel {
-    let (batch, features, out) = (3, 40, 15);
+    fully_connected_of(3, 40, 15, extra_output)
+}
+
+fn fully_connected_of(batch: usize, features: usize, out: usize, extra_output: bool) -> TypedModel {
     let mut model = TypedModel::default();
     let x = model.add_source("x", f32::fact([batch, features])).unwrap();
     let weights = Tensor::from_shape(&[out, features], &values(out * features, 3)).unwrap();
@@ -136,6 +139,17 @@ fn fully_connected(extra_output: bool) -> TypedModel {
 fn a_fully_connected_layer_and_its_bias_become_one_op() {
     let ours = rewritten_agrees(&fully_connected(false), &[3, 40], 1e-5);
     assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"]);
+}
+
+/// A classifier's head: one vector, so its output channels are what the threads split (1.28 M
+/// multiply-adds, above the threshold; 1000 channels in uneven blocks of 336, 336 and 328).
+#[test]
+fn a_fully_connected_layer_on_one_vector_splits_its_outputs_between_threads() {
+    let model = fully_connected_of(1, 1280, 1000, false);
+    for threads in [1, 3] {
+        let ours = on_threads(threads, || rewritten_agrees(&model, &[1, 1280], 1e-4));
+        assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{threads} threads");
+    }
 }
 
 #[test]

@@ -5,11 +5,11 @@
 //! and edgert's operators already cover the convolutions and max pooling, where CNNs spend
 //! their time.
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
-use rayon::prelude::*;
 use rayon::{ThreadPool, ThreadPoolBuilder};
-use tract_onnx::prelude::TractResult;
+use tract_onnx::prelude::{TractError, TractResult};
 use tract_onnx::tract_core::runtime::RunOptions;
 
 use crate::backend::Unavailable;
@@ -55,6 +55,12 @@ pub(super) fn available() -> usize {
 /// Calls `each(first row, block)` on consecutive blocks of `rows_per_block` whole rows (`row`
 /// values each) of `out`, on the calling operator's pool; the whole of `out` at once when it
 /// has one thread or `out` is one block.
+///
+/// The blocks are claimed, not handed out: the calling thread starts on them at once, and each
+/// other thread of the pool takes the next unclaimed one when it is awake to. Waking a sleeping
+/// thread takes longer than many of a model's blocks do (benches/RESULTS.md, threads), so the
+/// caller never waits for a thread that has not started: it waits only for blocks already being
+/// worked on, spinning, as rayon's own wait would put it to sleep and need waking in turn.
 pub(super) fn on_row_blocks<T: Send>(
     out: &mut [T],
     row: usize,
@@ -62,10 +68,65 @@ pub(super) fn on_row_blocks<T: Send>(
     each: impl Fn(usize, &mut [T]) -> TractResult<()> + Send + Sync,
 ) -> TractResult<()> {
     let block = rows_per_block.max(1) * row;
-    if available() < 2 || block >= out.len() {
+    let threads = available();
+    if threads < 2 || block >= out.len() {
         return each(0, out);
     }
-    out.par_chunks_mut(block).enumerate().try_for_each(|(i, values)| each(i * rows_per_block, values))
+    let blocks: Vec<Mutex<Option<&mut [T]>>> = out.chunks_mut(block).map(|b| Mutex::new(Some(b))).collect();
+    let claims = Claims { next: AtomicUsize::new(0), working: AtomicUsize::new(0), failed: OnceLock::new() };
+    let work = || {
+        claims.each(blocks.len(), |i| {
+            let values = blocks[i].lock().unwrap_or_else(PoisonError::into_inner).take();
+            values.map_or(Ok(()), |values| each(i * rows_per_block, values))
+        })
+    };
+    rayon::scope(|scope| {
+        for _ in 1..threads.min(blocks.len()) {
+            scope.spawn(|_| work());
+        }
+        work();
+        // Helpers not started yet find nothing left when they do; the scope runs those itself.
+        while claims.working.load(Ordering::SeqCst) > 0 {
+            std::thread::yield_now();
+        }
+    });
+    claims.failed.into_inner().map_or(Ok(()), Err)
+}
+
+/// The blocks of one `on_row_blocks`: the next unclaimed, how many are being worked on, the
+/// first error.
+struct Claims {
+    next: AtomicUsize,
+    working: AtomicUsize,
+    failed: OnceLock<TractError>,
+}
+
+impl Claims {
+    /// Claims blocks until none is left, calling `run` on each. A block counts as worked on from
+    /// before its claim until `run` returns or panics, so that a waiter who saw every block
+    /// claimed sees every block not yet finished.
+    fn each(&self, blocks: usize, run: impl Fn(usize) -> TractResult<()>) {
+        loop {
+            self.working.fetch_add(1, Ordering::SeqCst);
+            let _done = Done(&self.working);
+            let i = self.next.fetch_add(1, Ordering::SeqCst);
+            if i >= blocks {
+                return;
+            }
+            if let Err(e) = run(i) {
+                let _ = self.failed.set(e);
+            }
+        }
+    }
+}
+
+/// Ends a block's "worked on" however its work ends.
+struct Done<'a>(&'a AtomicUsize);
+
+impl Drop for Done<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 /// `on_row_blocks` in four blocks per thread (uneven rows even out), or in one block below
@@ -136,5 +197,44 @@ mod tests {
             })
         });
         assert_eq!(result.unwrap_err().to_string(), "block at row 4");
+    }
+
+    /// The pool's threads that worked on the blocks of one `on_row_blocks` over 8 blocks of which
+    /// each takes `block_ms`, and whether every block was done once.
+    fn workers(pool: &ThreadPool, block_ms: u64) -> (std::collections::BTreeSet<usize>, bool) {
+        let mut out = vec![0u8; 8];
+        let seen = Mutex::new(std::collections::BTreeSet::new());
+        pool.install(|| {
+            on_row_blocks(&mut out, 1, 1, |_, block| {
+                std::thread::sleep(std::time::Duration::from_millis(block_ms));
+                seen.lock().unwrap().insert(rayon::current_thread_index().unwrap());
+                block[0] += 1;
+                Ok(())
+            })
+        })
+        .unwrap();
+        (seen.into_inner().unwrap(), out.iter().all(|&v| v == 1))
+    }
+
+    #[test]
+    fn the_other_threads_take_blocks_when_free_and_are_not_waited_for_when_busy() {
+        let pool = pool(2).unwrap().unwrap();
+        let (threads, once) = workers(&pool, 5);
+        assert!(once);
+        assert_eq!(threads.len(), 2, "both threads took blocks");
+
+        // The other thread busy until the split is over: the caller does every block itself
+        // rather than wait for it.
+        let (release, busy) = std::sync::mpsc::channel::<()>();
+        let (started, running) = std::sync::mpsc::channel();
+        pool.spawn(move || {
+            started.send(()).unwrap();
+            let _ = busy.recv();
+        });
+        running.recv().unwrap();
+        let (threads, once) = workers(&pool, 1);
+        release.send(()).unwrap();
+        assert!(once);
+        assert_eq!(threads.len(), 1, "{threads:?}");
     }
 }
