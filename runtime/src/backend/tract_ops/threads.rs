@@ -72,16 +72,17 @@ pub(super) fn on_row_blocks<T: Send>(
     if threads < 2 || block >= out.len() {
         return each(0, out);
     }
-    let blocks: Vec<Mutex<Option<&mut [T]>>> = out.chunks_mut(block).map(|b| Mutex::new(Some(b))).collect();
-    let claims = Claims { next: AtomicUsize::new(0), working: AtomicUsize::new(0), failed: OnceLock::new() };
+    let count = out.len().div_ceil(block);
+    let blocks = Mutex::new(out.chunks_mut(block).enumerate());
+    let claims = Claims { working: AtomicUsize::new(0), failed: OnceLock::new() };
     let work = || {
-        claims.each(blocks.len(), |i| {
-            let values = blocks[i].lock().unwrap_or_else(PoisonError::into_inner).take();
-            values.map_or(Ok(()), |values| each(i * rows_per_block, values))
-        })
+        claims.each(
+            || blocks.lock().unwrap_or_else(PoisonError::into_inner).next(),
+            |(i, values)| each(i * rows_per_block, values),
+        )
     };
     rayon::scope(|scope| {
-        for _ in 1..threads.min(blocks.len()) {
+        for _ in 1..threads.min(count) {
             scope.spawn(|_| work());
         }
         work();
@@ -93,27 +94,23 @@ pub(super) fn on_row_blocks<T: Send>(
     claims.failed.into_inner().map_or(Ok(()), Err)
 }
 
-/// The blocks of one `on_row_blocks`: the next unclaimed, how many are being worked on, the
-/// first error.
+/// The claims on the blocks of one `on_row_blocks`: how many blocks are being worked on, and
+/// the first error.
 struct Claims {
-    next: AtomicUsize,
     working: AtomicUsize,
     failed: OnceLock<TractError>,
 }
 
 impl Claims {
-    /// Claims blocks until none is left, calling `run` on each. A block counts as worked on from
-    /// before its claim until `run` returns or panics, so that a waiter who saw every block
-    /// claimed sees every block not yet finished.
-    fn each(&self, blocks: usize, run: impl Fn(usize) -> TractResult<()>) {
+    /// Claims blocks with `next` until none is left, calling `run` on each. A block counts as
+    /// worked on from before its claim until `run` returns or panics, so that a waiter who saw
+    /// every block claimed sees every block not yet finished.
+    fn each<B>(&self, next: impl Fn() -> Option<B>, run: impl Fn(B) -> TractResult<()>) {
         loop {
             self.working.fetch_add(1, Ordering::SeqCst);
             let _done = Done(&self.working);
-            let i = self.next.fetch_add(1, Ordering::SeqCst);
-            if i >= blocks {
-                return;
-            }
-            if let Err(e) = run(i) {
+            let Some(block) = next() else { return };
+            if let Err(e) = run(block) {
                 let _ = self.failed.set(e);
             }
         }
