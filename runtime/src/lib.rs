@@ -10,6 +10,7 @@ pub mod cli;
 pub mod conformance;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod doctor;
 pub mod error;
 pub mod frame;
 pub mod limits;

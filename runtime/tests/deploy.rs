@@ -140,15 +140,23 @@ fn binary() -> &'static str {
     path.to_str().unwrap()
 }
 
-/// Deploys the edgert under test and the digits model to 127.0.0.1 under `dest`.
+/// Deploys the edgert under test and the digits model to 127.0.0.1 under `dest`; the doctor's
+/// results come back to `reports` beside it.
 fn deploy(ssh: &LocalSsh, dest: &Path, version: &str, extra: &[&str]) -> Output {
     let (manifest, ssh) = (model("digits_mlp_nchw.toml"), ssh.ssh());
+    let reports = reports_of(dest);
     let mut args =
         vec!["--binary", binary(), "--model", s(&manifest), "--dest", s(dest), "--version", version];
+    args.extend(["--reports", s(&reports)]);
     args.extend(["--ssh", &ssh, "--allow-non-jetson", "--min-free-mb", "1"]);
     args.extend(extra);
     args.push("127.0.0.1");
     script("edgert-deploy", &args)
+}
+
+/// Where `deploy` keeps the doctor's results for a deployment under `dest`.
+fn reports_of(dest: &Path) -> PathBuf {
+    dest.parent().unwrap().join("reports")
 }
 
 fn current(dest: &Path) -> String {
@@ -178,8 +186,25 @@ fn deploy_then_redeploy_then_roll_back_over_ssh() {
         .unwrap();
     assert!(run.status.success(), "{}", text(&run));
 
-    let second = deploy(&ssh, &dest, "v2", &[]);
+    // The doctor ran on the board from the new release: its result stays there and came back.
+    let doctor = reports_of(&dest).join("127.0.0.1-v1.doctor.json");
+    assert!(dest.join("releases/v1/doctor.json").is_file(), "{}", text(&first));
+    let result: serde_json::Value = serde_json::from_slice(&std::fs::read(&doctor).unwrap()).unwrap();
+    assert_eq!(result["schema"], "edgert.doctor/1");
+    assert!(result["quick"].as_bool().unwrap());
+    assert!(
+        stdout(&first).contains(&format!("127.0.0.1: edgert doctor: {} failed check(s)", result["failed"])),
+        "{}",
+        text(&first)
+    );
+
+    let second = deploy(&ssh, &dest, "v2", &["--no-doctor"]);
     assert!(second.status.success(), "{}", text(&second));
+    assert!(!reports_of(&dest).join("127.0.0.1-v2.doctor.json").exists(), "--no-doctor ran it");
+    // A fleet's doctor results in one table.
+    let merged = edgert(&["report", "merge", s(&doctor)]);
+    assert!(merged.status.success(), "{}", text(&merged));
+    assert!(stdout(&merged).contains("| 127.0.0.1-v1.doctor.json |"), "{}", text(&merged));
     assert_eq!(current(&dest), "releases/v2");
     assert!(dest.join("releases/v1/edgert").is_file(), "the earlier release stays for rollback");
 
@@ -302,6 +327,7 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
         "./models/digits_mlp_nchw.onnx",
         "would copy to board-b:",
         "would relink board-a:",
+        "would run edgert doctor --quick on board-b",
         "ExecStart=",
         "/current/edgert run --model models/digits_mlp_nchw.toml",
     ] {
@@ -602,6 +628,9 @@ fn the_ansible_playbook_deploys_and_benchmarks_localhost() {
     let reports = collected.join("localhost");
     assert!(reports.join("digits_mlp_nchw_cpu.json").is_file(), "{}", text(&run));
     assert!(reports.join("summary.md").is_file());
+    let doctor: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(reports.join("doctor.json")).unwrap()).unwrap();
+    assert_eq!(doctor["schema"], "edgert.doctor/1", "{}", text(&run));
     assert_eq!(calls(&log), ["--show", "--store", "lock", "--restore", "--show"]);
 }
 
@@ -617,7 +646,10 @@ fn the_scripts_are_shellcheck_clean() {
         "cross/test-aarch64.sh",
         "cross/build-aarch64.sh",
         "cross/check-aarch64.sh",
+        "cross/check-tensorrt-shim.sh",
         "benches/pipeline_throughput.sh",
+        "benches/gpu-check.sh",
+        "benches/soak.sh",
         ".ci/run",
         "models/fetch.sh",
     ];

@@ -160,7 +160,7 @@ fn a_report_of_another_schema_or_not_a_report_is_refused_by_name() {
     let cases: [(&[&str], &Path, &str); 4] = [
         (&["merge", arg(&good), arg(&old)], &old, "schema 'edgert.bench/1' is not edgert.bench/2"),
         (&["compare", arg(&old), arg(&good)], &old, "schema 'edgert.bench/1'"),
-        (&["plot", arg(&junk), "--out", "x.svg"], &junk, "not a JSON bench report"),
+        (&["plot", arg(&junk), "--out", "x.svg"], &junk, "not a JSON report"),
         (&["merge", arg(&missing)], &missing, "No such file"),
     ];
     for (args, file, message) in cases {

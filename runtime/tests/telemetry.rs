@@ -4,7 +4,6 @@
 mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Stdio;
 
@@ -151,25 +150,6 @@ fn a_zone_past_its_trip_point_and_unlocked_clocks_are_warned_about() {
     assert_eq!(t["throttle_reasons"][0], "tj-thermal reached 100.0 °C, past its trip point 99.0 °C");
     assert!(log.contains("warning: batch 1: throttled: tj-thermal reached 100.0 °C"), "{log}");
     assert!(log.contains("clocks are not locked"), "{log}");
-}
-
-/// A folder holding one executable shell script named `name`, to put on the PATH.
-fn fake_tool(name: &str, body: &str) -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let script = dir.path().join(name);
-    std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    dir
-}
-
-/// A fake `tegrastats` that prints a fixture line every 50 ms.
-fn fake_tegrastats(line_file: &str) -> tempfile::TempDir {
-    let line = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tegrastats").join(line_file);
-    fake_tool("tegrastats", &format!("while true; do cat '{}'; sleep 0.05; done", line.display()))
-}
-
-fn path_with(dir: &Path) -> String {
-    format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default())
 }
 
 #[test]

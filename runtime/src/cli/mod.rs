@@ -6,6 +6,7 @@ mod bench;
 mod board_view;
 mod build_engine;
 mod capture;
+mod doctor;
 mod info;
 mod inspect;
 mod inspect_engine;
@@ -63,6 +64,8 @@ enum Command {
     Report(report::ReportArgs),
     /// Build a TensorRT engine from an ONNX model on this machine (needs --features tensorrt).
     BuildEngine(build_engine::BuildEngineArgs),
+    /// Check every hardware path on this board, layer by layer: pass, fail (with the fix) or skip (why).
+    Doctor(doctor::DoctorArgs),
 }
 
 /// How a command names its model.
@@ -138,6 +141,7 @@ pub fn main() -> ExitCode {
         Command::Tune(args) => tune::main(args),
         Command::Report(args) => report::main(args),
         Command::BuildEngine(args) => build_engine::main(args),
+        Command::Doctor(args) => doctor::main(args),
     };
     match result {
         Ok(code) => code,

@@ -7,7 +7,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::emit;
-use crate::report::{compare, merge, plot, read_all, BenchFile};
+use crate::report::{compare, doctor, merge, plot, read_all, read_for_merge, BenchFile, Merged};
 use crate::Error;
 
 #[derive(Args)]
@@ -20,7 +20,8 @@ pub struct ReportArgs {
 enum ReportCommand {
     /// One table across boards and runs: markdown on stdout, optionally CSV.
     Merge {
-        /// Bench reports (`bench --json`), schema edgert.bench/2.
+        /// Bench reports (`bench --json`, edgert.bench/2), and doctor results (`doctor --json`,
+        /// edgert.doctor/1) listed in a table of their own.
         #[arg(required = true, value_name = "FILES")]
         files: Vec<PathBuf>,
         /// Also write the table as CSV.
@@ -50,12 +51,26 @@ enum ReportCommand {
 pub fn main(args: ReportArgs) -> anyhow::Result<ExitCode> {
     match args.command {
         ReportCommand::Merge { files, csv } => {
-            let rows = merge::rows(&read_all(&files)?);
+            let (mut benches, mut doctors) = (Vec::new(), Vec::new());
+            for file in &files {
+                match read_for_merge(file)? {
+                    Merged::Bench(b) => benches.push(b),
+                    Merged::Doctor(d) => doctors.push(d),
+                }
+            }
+            let rows = merge::rows(&benches);
             if let Some(path) = csv {
                 crate::outfile::write_atomically(&path, |file| Ok(merge::write_csv(&rows, file)?))
                     .map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() })?;
             }
-            emit(merge::markdown(&rows).trim_end())?;
+            let mut tables = Vec::new();
+            if !benches.is_empty() {
+                tables.push(merge::markdown(&rows));
+            }
+            if !doctors.is_empty() {
+                tables.push(doctor::markdown(&doctors));
+            }
+            emit(tables.join("\n").trim_end())?;
         }
         ReportCommand::Compare { before, after, json } => {
             let comparison = compare::compare(&BenchFile::read(&before)?, &BenchFile::read(&after)?);

@@ -7,6 +7,7 @@ pub mod host;
 pub mod memory;
 pub mod periodic;
 pub mod power;
+pub mod program;
 pub mod provenance;
 pub mod stats;
 pub mod sysfs;

@@ -91,10 +91,16 @@ fn cuda_version(root: &Path) -> Option<String> {
 
 /// TensorRT's version from the name of `libnvinfer.so.X.Y.Z` in the multiarch library folder.
 fn tensorrt_version(root: &Path) -> Option<String> {
+    library_version(root, "libnvinfer")
+}
+
+/// A library's full version from the name of `LIB.so.X.Y.Z` in the system's library folders.
+pub fn library_version(root: &Path, library: &str) -> Option<String> {
+    let prefix = format!("{library}.so.");
     ["usr/lib/aarch64-linux-gnu", "usr/lib/x86_64-linux-gnu", "usr/lib64", "usr/lib"].iter().find_map(|dir| {
         entries(&root.join(dir)).iter().find_map(|p| {
             let name = p.file_name()?.to_str()?;
-            let version = name.strip_prefix("libnvinfer.so.")?;
+            let version = name.strip_prefix(&prefix)?;
             (version.split('.').count() >= 3).then(|| version.to_string())
         })
     })

@@ -1,9 +1,27 @@
 //! `report merge`: one row per report and batch size, across boards and runs, as a markdown table
 //! for people and CSV for spreadsheets.
 
+use std::path::Path;
+
 use serde::Serialize;
 
-use super::read::BenchFile;
+use super::doctor::{self, DoctorFile};
+use super::read::{read_json, BenchFile};
+use crate::Result;
+
+/// What `report merge` reads: bench reports, and doctor results listed beside them.
+pub enum Merged {
+    Bench(BenchFile),
+    Doctor(DoctorFile),
+}
+
+pub fn read_for_merge(path: &Path) -> Result<Merged> {
+    let value = read_json(path)?;
+    if value.get("schema").and_then(|s| s.as_str()) == Some(doctor::SCHEMA) {
+        return DoctorFile::from_value(path, value).map(Merged::Doctor);
+    }
+    BenchFile::from_value(path, value).map(Merged::Bench)
+}
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {

@@ -2,8 +2,10 @@
 //! merged table, a before/after comparison that knows the runs' own noise, and plots.
 
 pub mod compare;
+pub mod doctor;
 pub mod merge;
 pub mod plot;
 pub mod read;
 
+pub use merge::{read_for_merge, Merged};
 pub use read::{read_all, BenchFile, Run};

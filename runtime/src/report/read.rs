@@ -82,9 +82,10 @@ struct RawBackend {
 
 impl BenchFile {
     pub fn read(path: &Path) -> Result<BenchFile> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
-        let value: serde_json::Value = serde_json::from_str(&text)
-            .map_err(|e| Error::input(path, format!("not a JSON bench report: {e}")))?;
+        BenchFile::from_value(path, read_json(path)?)
+    }
+
+    pub(super) fn from_value(path: &Path, value: serde_json::Value) -> Result<BenchFile> {
         match value.get("schema").and_then(|s| s.as_str()) {
             Some(SCHEMA) => {}
             Some(other) => {
@@ -131,6 +132,11 @@ impl BenchFile {
     }
 }
 
+pub(super) fn read_json(path: &Path) -> Result<serde_json::Value> {
+    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
+    serde_json::from_str(&text).map_err(|e| Error::input(path, format!("not a JSON report: {e}")))
+}
+
 /// Latencies a run can have measured: finite and not negative. Anything else (an edited or
 /// damaged report) would compare as a change that never happened.
 fn check_latencies(run: &Run) -> std::result::Result<(), String> {
@@ -145,7 +151,7 @@ fn check_latencies(run: &Run) -> std::result::Result<(), String> {
 
 /// Text from a report as it can be shown in a table or a terminal: control characters (which a
 /// path may hold) written as escapes.
-fn printable(text: String) -> String {
+pub(super) fn printable(text: String) -> String {
     if !text.chars().any(char::is_control) {
         return text;
     }

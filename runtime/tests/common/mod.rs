@@ -184,3 +184,36 @@ pub fn bench_on_board(root: &Path, extra: &[&str]) -> (serde_json::Value, String
     assert!(errors.is_empty(), "{errors:?}");
     (report, std::fs::read_to_string(&csv).unwrap(), stderr(&out))
 }
+
+/// A folder of executable shell scripts, `(name, body)`, to put on the PATH.
+pub fn fake_tools(tools: &[(&str, &str)]) -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    for (name, body) in tools {
+        let script = dir.path().join(name);
+        std::fs::write(&script, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    dir
+}
+
+/// A folder holding one executable shell script named `name`, to put on the PATH.
+pub fn fake_tool(name: &str, body: &str) -> tempfile::TempDir {
+    fake_tools(&[(name, body)])
+}
+
+/// The body of a fake `tegrastats` that prints a fixture line every 50 ms.
+pub fn tegrastats_body(line_file: &str) -> String {
+    let line = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/tegrastats").join(line_file);
+    format!("while true; do cat '{}'; sleep 0.05; done", line.display())
+}
+
+/// A fake `tegrastats` that prints a fixture line every 50 ms.
+pub fn fake_tegrastats(line_file: &str) -> tempfile::TempDir {
+    fake_tool("tegrastats", &tegrastats_body(line_file))
+}
+
+/// The PATH with `dir` first.
+pub fn path_with(dir: &Path) -> String {
+    format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default())
+}

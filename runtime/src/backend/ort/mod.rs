@@ -69,6 +69,23 @@ fn runtime(flag: Option<&std::path::Path>) -> Result<&'static Runtime, LibraryEr
     }
 }
 
+/// The execution providers edgert can ask for (`--ort-provider`) that the loaded ONNX Runtime
+/// was built with: a CPU-only wheel lists `cpu` alone.
+pub fn providers(options: &OrtOptions) -> Result<Vec<&'static str>, LibraryError> {
+    use ort::ep::ExecutionProvider;
+    runtime(options.library.as_deref())?;
+    let built = [
+        ("cpu", ep::CPU::is_available()),
+        ("cuda", ep::CUDA::is_available()),
+        ("tensorrt", ep::TensorRT::is_available()),
+    ];
+    Ok(built
+        .into_iter()
+        .filter(|(_, available)| matches!(available, Ok(true)))
+        .map(|(name, _)| name)
+        .collect())
+}
+
 impl Backend for OrtBackend {
     fn name(&self) -> &'static str {
         "ort"

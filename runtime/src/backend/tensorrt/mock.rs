@@ -606,7 +606,7 @@ unsafe extern "C" fn blob_free(blob: *mut Blob) {
     *blob = Blob::empty();
 }
 
-pub static API: Api = Api {
+const CALLS: Api = Api {
     runtime_create,
     runtime_destroy,
     runtime_version,
@@ -623,6 +623,54 @@ pub static API: Api = Api {
     build,
     blob_free,
 };
+
+pub static API: Api = CALLS;
+
+/// A TensorRT whose engines answer wrongly: every output one more than it should be.
+pub static API_WRONG_OUTPUTS: Api = Api { context_run: context_run_off_by_one, ..CALLS };
+
+/// A TensorRT whose builder fails, as TensorRT's does when a layer has no implementation.
+pub static API_BUILD_FAILS: Api = Api { build: build_fails, ..CALLS };
+
+unsafe extern "C" fn context_run_off_by_one(
+    context: *mut ffi::ContextHandle,
+    bindings: *const Binding,
+    count: i32,
+    timing: *mut Timing,
+    error: *mut ErrorBuf,
+) -> c_int {
+    let code = context_run(context, bindings, count, timing, error);
+    let engine = &*(*context.cast::<MockContext>()).engine;
+    if code != 0 {
+        return code;
+    }
+    for b in std::slice::from_raw_parts(bindings, count as usize).iter().skip(1) {
+        let memory = if b.device.is_null() { b.host } else { b.device };
+        if engine.io_dtype == ffi::F16 {
+            for v in std::slice::from_raw_parts_mut(memory.cast::<u16>(), b.bytes / 2) {
+                *v = half::f16::from_f32(half::f16::from_bits(*v).to_f32() + 1.0).to_bits();
+            }
+        } else {
+            for v in std::slice::from_raw_parts_mut(memory.cast::<f32>(), b.bytes / 4) {
+                *v += 1.0;
+            }
+        }
+    }
+    code
+}
+
+unsafe extern "C" fn build_fails(
+    _runtime: *mut ffi::RuntimeHandle,
+    _onnx: *const c_void,
+    _bytes: usize,
+    _options: *const BuildOptions,
+    _plan: *mut Blob,
+    _timing_cache: *mut Blob,
+    error: *mut ErrorBuf,
+) -> c_int {
+    fail(error, "[optimizer] could not find any implementation for node /fc1/Gemm");
+    1
+}
 
 // What tests plug into `Symbols`: TensorRT releases, GPUs, and device memory that works or not.
 pub unsafe extern "C" fn tensorrt_10_3() -> i32 {

@@ -13,7 +13,7 @@ mod ffi;
 mod handles;
 mod library;
 #[cfg(test)]
-mod mock;
+pub(crate) mod mock;
 pub mod options;
 mod session;
 #[cfg(test)]
@@ -91,6 +91,11 @@ impl TensorrtBackend {
         Error::unavailable("tensorrt", reason)
     }
 
+    /// The device's DLA cores (Xavier and Orin AGX and NX: 1 or 2; Orin Nano and desktop GPUs: 0).
+    pub fn dla_cores(&self) -> std::result::Result<u32, TrtError> {
+        Ok(self.runtime()?.device.dla_cores.max(0) as u32)
+    }
+
     /// Prepares a serialized engine file (`trtexec --saveEngine`, Ultralytics `.engine`, or
     /// `edgert build-engine`), refusing one built for another TensorRT or GPU with how to rebuild.
     pub fn prepare_engine_file(&self, path: &Path) -> Result<Box<dyn Prepared>> {
@@ -156,6 +161,13 @@ impl TensorrtBackend {
         let plan = build_with(&runtime, model, batch, &self.options, feeder)?;
         Ok((plan, info))
     }
+}
+
+/// The backend against the mock shim, for other modules' tests (`doctor`): a TensorRT 10.3 on an
+/// Orin (2 DLA cores) whose calls are `api`'s (`mock::API`, `API_WRONG_OUTPUTS`, `API_BUILD_FAILS`).
+#[cfg(test)]
+pub(crate) fn mocked(api: &'static ffi::Api, options: TrtOptions) -> TensorrtBackend {
+    TensorrtBackend::with(Some(api), tests::orin_trt10, options)
 }
 
 /// What `list_engine` found: the engine's tensors on this machine's TensorRT and GPU.

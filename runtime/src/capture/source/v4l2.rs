@@ -143,6 +143,19 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
     }))
 }
 
+/// The formats a device offers, in its own order (`edgert doctor` lists them).
+pub fn formats(path: &Path) -> Result<Vec<Offered>> {
+    let fail = |doing: &'static str| move |e: io::Error| device_error(path, doing, e);
+    let device = Device::with_path(path).map_err(fail("open"))?;
+    device.query_caps().map_err(fail("query capabilities"))?;
+    Ok(device
+        .enum_formats()
+        .map_err(fail("list formats"))?
+        .into_iter()
+        .map(|d| Offered { fourcc: d.fourcc.repr, description: d.description })
+        .collect())
+}
+
 /// CLOCK_MONOTONIC now, the clock V4L2 drivers stamp buffers with.
 fn monotonic_now() -> Duration {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };

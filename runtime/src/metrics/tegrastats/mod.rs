@@ -213,13 +213,7 @@ impl Drop for Stream {
 
 /// Whether a `tegrastats` executable is on the PATH.
 pub fn on_path() -> bool {
-    std::env::var_os("PATH").is_some_and(|paths| {
-        std::env::split_paths(&paths).any(|dir| {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(dir.join("tegrastats"))
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        })
-    })
+    crate::metrics::program::find("tegrastats").is_some()
 }
 
 #[cfg(test)]
