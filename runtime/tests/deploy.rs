@@ -241,7 +241,8 @@ fn a_failing_board_check_copies_nothing_and_names_the_reason() {
     std::fs::write(&arm, header).unwrap();
     let host_arch = std::env::consts::ARCH;
     let manifest = model("digits_mlp_nchw.toml");
-    let base = ["--model", s(&manifest), "--dest", s(&dest), "--ssh", &ssh.ssh()];
+    let reports = board.path().join("reports");
+    let base = ["--model", s(&manifest), "--dest", s(&dest), "--ssh", &ssh.ssh(), "--reports", s(&reports)];
     let cases: Vec<(Vec<&str>, String)> = vec![
         (vec!["--binary", s(&arm), "--allow-non-jetson"], format!("the board is {host_arch} but")),
         (vec!["--binary", binary()], "no /etc/nv_tegra_release".into()),
