@@ -3,6 +3,7 @@
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -251,6 +252,7 @@ fn each_boards_facts_power_clocks_and_user_checks_from_its_fixture_tree() {
         assert_eq!(status(&report, "clocks", "throttling"), "pass", "{context}");
         assert_eq!(status(&report, "user", "engine cache"), "pass", "{context}");
         assert_eq!(status(&report, "user", "video group"), "pass", "{context}");
+        assert_eq!(status(&report, "user", "power sensors readable"), "pass", "{context}");
         if tegrastats.is_none() {
             assert_eq!(status(&report, "clocks", "governors"), "pass", "{context}");
             assert!(said(&report, "clocks", "thermal zones").contains("from sysfs"), "{context}");
@@ -295,10 +297,15 @@ fn a_throttling_board_and_a_sensor_on_the_wrong_scale_fail_their_checks_and_exit
     let hwmon = tree.path().join("sys/class/hwmon/hwmon1");
     let amps: f64 = std::fs::read_to_string(hwmon.join("curr1_input")).unwrap().trim().parse().unwrap();
     std::fs::write(hwmon.join("curr1_input"), format!("{}\n", amps * 10.0)).unwrap();
+    // A rail only root may read: the tests run as root, so the mode is what tells.
+    std::fs::set_permissions(hwmon.join("in2_input"), std::fs::Permissions::from_mode(0o600)).unwrap();
     let tools = board_tools(None);
     let root = tree.path().to_str().unwrap();
-    let (report, out) = doctor(&["--sysfs-root", root, "--only", "clocks,power"], Some(tools.path()));
+    let (report, out) = doctor(&["--sysfs-root", root, "--only", "clocks,power,user"], Some(tools.path()));
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let readable = check(&report, "user", "power sensors readable");
+    assert_eq!(readable["status"], "fail", "{readable}");
+    assert!(readable["seen"].as_str().unwrap().contains("in2_input (mode 600)"), "{readable}");
     let throttling = check(&report, "clocks", "throttling");
     assert_eq!(throttling["status"], "fail", "{throttling}");
     assert!(throttling["seen"].as_str().unwrap().contains("≥ trip"), "{throttling}");

@@ -14,7 +14,7 @@ use crate::metrics::sysfs::entries;
 const FRAMES: usize = 10;
 const QUICK_FRAMES: usize = 4;
 
-pub fn checks(root: &Path) -> Vec<Check> {
+pub fn checks(root: &Path, quick: bool) -> Vec<Check> {
     let devices = video_devices(root);
     if devices.is_empty() {
         let why = format!("no camera: nothing at {}", root.join("dev/video*").display());
@@ -24,7 +24,9 @@ pub fn checks(root: &Path) -> Vec<Check> {
         .into_iter()
         .map(|device| {
             let name = format!("/dev/{}", device.file_name().unwrap_or_default().to_string_lossy());
-            Check::new(Area::Cameras, name, 3_000, move |o, _| camera(&device, o))
+            // Opening and the first frame take most of it (exposure, USB).
+            let budget = if quick { 1_500 } else { 3_000 };
+            Check::new(Area::Cameras, name, budget, move |o, _| camera(&device, o))
         })
         .collect()
 }
@@ -53,7 +55,7 @@ fn camera(device: &Path, options: &Options) -> Outcome {
     };
     let frames = if options.quick { QUICK_FRAMES } else { FRAMES };
     let opened = SourceOptions { format: Some(format), ..SourceOptions::default() };
-    let mut camera = match source::open(&device.display().to_string(), &opened) {
+    let mut camera = match source::open(&format!("v4l2://{}", device.display()), &opened) {
         Ok(c) => c,
         Err(e) => return Outcome::fail(format!("{} to stream", format.name()), e.to_string(), fix),
     };

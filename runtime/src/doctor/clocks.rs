@@ -14,8 +14,8 @@ pub fn checks() -> Vec<Check> {
         Check::new(Area::Clocks, "governors", 100, |o, f| governors(&o.root, f)),
         Check::new(Area::Clocks, "locked", 100, |o, _| locked(&o.root)),
         Check::new(Area::Clocks, "jetson_clocks", 100, |_, f| jetson_clocks(f)),
-        Check::new(Area::Clocks, "thermal zones", 1_000, zones),
-        Check::new(Area::Clocks, "throttling", 1_000, |o, _| throttling(&o.root)).needs("thermal zones"),
+        Check::new(Area::Clocks, "thermal zones", 500, zones),
+        Check::new(Area::Clocks, "throttling", 500, |o, _| throttling(&o.root)).needs("thermal zones"),
     ]
 }
 

@@ -241,7 +241,7 @@ fn checks(options: &Options) -> Vec<Check> {
     all.extend(tensorrt::checks());
     all.extend(power::checks());
     all.extend(clocks::checks());
-    all.extend(cameras::checks(&options.root));
+    all.extend(cameras::checks(&options.root, options.quick));
     all.extend(user::checks());
     // By layer, in `Area`'s order; within one, as listed.
     all.sort_by_key(|c| c.area);

@@ -9,11 +9,11 @@ const JETPACK_FIX: &str = "install JetPack's libraries: sudo apt install nvidia-
 
 pub fn checks() -> Vec<Check> {
     vec![
-        Check::new(Area::Platform, "board", 100, |_, f| board(f)),
-        Check::new(Area::Platform, "L4T", 100, l4t),
-        Check::new(Area::Platform, "kernel", 100, kernel),
-        Check::new(Area::Platform, "power mode", 1_000, |_, f| power_mode(f)),
-        Check::new(Area::Platform, "CUDA", 100, |o, f| {
+        Check::new(Area::Platform, "board", 50, |_, f| board(f)),
+        Check::new(Area::Platform, "L4T", 50, l4t),
+        Check::new(Area::Platform, "kernel", 50, kernel),
+        Check::new(Area::Platform, "power mode", 500, |_, f| power_mode(f)),
+        Check::new(Area::Platform, "CUDA", 50, |o, f| {
             installed(
                 "CUDA",
                 f.provenance.cuda.clone(),
@@ -21,13 +21,13 @@ pub fn checks() -> Vec<Check> {
                 &o.root.join("usr/local/cuda").display().to_string(),
             )
         }),
-        Check::new(Area::Platform, "TensorRT", 100, |o, f| {
+        Check::new(Area::Platform, "TensorRT", 50, |o, f| {
             installed("TensorRT", f.provenance.tensorrt.clone(), f, &libraries(o, "libnvinfer"))
         }),
-        Check::new(Area::Platform, "cuDNN", 100, |o, f| {
+        Check::new(Area::Platform, "cuDNN", 50, |o, f| {
             installed("cuDNN", library_version(&o.root, "libcudnn"), f, &libraries(o, "libcudnn"))
         }),
-        Check::new(Area::Platform, "ONNX Runtime", 2_000, |o, _| onnx_runtime(o)),
+        Check::new(Area::Platform, "ONNX Runtime", 1_000, |o, _| onnx_runtime(o)),
         Check::new(Area::Platform, "GStreamer", 10, |_, _| {
             Outcome::skip("edgert has no GStreamer sources yet: nothing of GStreamer's to check")
         }),

@@ -9,8 +9,8 @@ use crate::metrics::power::PowerSensors;
 
 pub fn checks() -> Vec<Check> {
     vec![
-        Check::new(Area::Power, "sensors", 500, sensors),
-        Check::new(Area::Power, "reading", 500, reading).needs("sensors"),
+        Check::new(Area::Power, "sensors", 200, sensors),
+        Check::new(Area::Power, "reading", 200, reading).needs("sensors"),
         Check::new(Area::Power, "sampler rate", 1_500, |o, _| sampler_rate(o)).needs("sensors"),
     ]
 }

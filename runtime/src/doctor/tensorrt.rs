@@ -7,11 +7,11 @@ use super::{Area, Check};
 
 const CHECKS: [(&str, u64); 6] = [
     ("library", 2_000),
-    ("fp32 engine", 15_000),
-    ("fp16 engine", 20_000),
-    ("int8 engine", 20_000),
-    ("engine cache", 5_000),
-    ("dla", 30_000),
+    ("fp32 engine", 10_000),
+    ("fp16 engine", 10_000),
+    ("int8 engine", 10_000),
+    ("engine cache", 10_000),
+    ("dla", 20_000),
 ];
 
 #[cfg(not(feature = "tensorrt"))]

@@ -15,10 +15,10 @@ pub fn checks() -> Vec<Check> {
     vec![
         Check::new(Area::User, "video group", 50, video_group),
         Check::new(Area::User, "power sensors readable", 50, sensors_readable),
-        Check::new(Area::User, "engine cache", 100, |_, _| {
+        Check::new(Area::User, "engine cache", 50, |_, _| {
             writable(&crate::user_cache::dir("EDGERT_ENGINE_CACHE", "engines"), "EDGERT_ENGINE_CACHE")
         }),
-        Check::new(Area::User, "kernel cache", 100, |_, _| {
+        Check::new(Area::User, "kernel cache", 50, |_, _| {
             writable(&crate::user_cache::dir("EDGERT_KERNEL_CACHE", "kernels"), "EDGERT_KERNEL_CACHE")
         }),
         Check::new(Area::User, "free disk", 50, |_, _| {
