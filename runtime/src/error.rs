@@ -48,12 +48,17 @@ pub enum Error {
     /// A failure to write results.
     #[error("{}: cannot write: {reason}", path.display())]
     Write { path: PathBuf, reason: String },
+    /// A signal (Ctrl-C, SIGTERM) stopped a command before it had anything to report.
+    #[error("interrupted {0}")]
+    Interrupted(String),
 }
 
 impl Error {
-    /// 2 for bad input (files, flags, models), 1 for a failure while running.
+    /// 2 for bad input (files, flags, models), 1 for a failure while running, 130 for a stop
+    /// by a signal (as shells report one).
     pub fn exit_code(&self) -> u8 {
         match self {
+            Error::Interrupted(_) => 130,
             Error::BackendUnavailable { .. }
             | Error::Inference { .. }
             | Error::Write { .. }

@@ -335,6 +335,80 @@ fn sigterm_stops_a_plain_bench_and_a_capture_with_what_they_measured_written() {
     assert!(out.status.success(), "the interrupted recording replays: {}", stderr(&out));
 }
 
+/// A folder of `n` copies of a photo (links), labelled 3 by a CSV: data that takes a while to
+/// decode, for the digits models (which shrink it to 8×8 grey) to compare.
+fn many_photos(dir: &Path, n: usize) -> (PathBuf, PathBuf) {
+    let photos = dir.join("photos");
+    std::fs::create_dir(&photos).unwrap();
+    let mut csv = String::new();
+    for i in 0..n {
+        std::os::unix::fs::symlink(image("chelsea.png"), photos.join(format!("{i}.png"))).unwrap();
+        csv.push_str(&format!("{i}.png,3\n"));
+    }
+    let labels = dir.join("labels.csv");
+    std::fs::write(&labels, csv).unwrap();
+    (photos, labels)
+}
+
+#[test]
+fn sigterm_stops_validate_and_tune_with_what_they_compared_written_and_no_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    let (photos, labels) = many_photos(dir.path(), 5000);
+    let (fp32, int8) = (model("digits_mlp_nchw.toml"), model("digits_mlp_int8_qdq.toml"));
+    let json = dir.path().join("validate.json");
+    let args = [
+        "validate",
+        "--reference",
+        s(&fp32),
+        "--candidate",
+        s(&int8),
+        "--data",
+        s(&photos),
+        "--labels-csv",
+        s(&labels),
+        "--json",
+        s(&json),
+    ];
+    let out = terminated(&args, Duration::from_secs(if emulated() { 20 } else { 4 }));
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let samples = report["samples"].as_u64().unwrap();
+    assert!(report["interrupted"].as_bool().unwrap() && (1..5000).contains(&samples), "{report}");
+    assert_eq!(report["gate"]["within_budget"], false, "no verdict on part of the data: {report}");
+    assert!(stdout(&out).contains(&format!("verdict    none: interrupted after {samples} samples")));
+
+    let json = dir.path().join("tune.json");
+    let plot = dir.path().join("tune.svg");
+    let digits = model("digits_mlp_nchw.toml");
+    let test_set = model("digits_test.npz");
+    let variant = model("digits_mlp_int8_qdq.toml");
+    let args = [
+        "tune",
+        "--model",
+        s(&digits),
+        "--variants",
+        s(&variant),
+        "--data",
+        s(&test_set),
+        "--duration-s",
+        "600",
+        "--idle-s",
+        "0",
+        "--json",
+        s(&json),
+        "--plot",
+        s(&plot),
+    ];
+    let out = terminated(&args, Duration::from_secs(if emulated() { 30 } else { 4 }));
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // The base was being benchmarked (600 s) when the signal came: no row is half measured.
+    assert!(report["interrupted"].as_bool().unwrap(), "{report}");
+    assert_eq!(report["rows"].as_array().unwrap().len(), 0, "{report}");
+    assert!(!plot.exists(), "no rows, no plot");
+    assert!(stderr(&out).contains("interrupted: 0 rows done"), "{}", stderr(&out));
+}
+
 #[test]
 fn a_jpeg_cut_short_is_refused_not_read_as_grey() {
     let dir = tempfile::tempdir().unwrap();

@@ -39,6 +39,7 @@ pub struct TuneArgs {
 
 pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
     super::check_outputs([&args.json, &args.plot])?;
+    let stop = super::source_args::stop_on_signal()?;
     let timing = args.timing.settings()?;
     let base = load_model(&args.model)?;
     let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;
@@ -54,16 +55,21 @@ pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
         min_iterations: timing.min_iterations,
         bench_input: Some(args.data.data.clone()),
         sensing,
+        stop,
     };
     let report = tune::tune(&base, &variants, &data, &config, &mut |step| eprintln!("edgert: {step}"))?;
     emit(text(&report).trim_end())?;
-    if let Some(path) = &args.plot {
+    if report.interrupted {
+        eprintln!("edgert: interrupted: {} rows done; the one under way is left out", report.rows.len());
+    }
+    // An interrupted run may have no row to plot.
+    if let Some(path) = args.plot.as_ref().filter(|_| !report.rows.is_empty()) {
         plot::write_svg(&report, path)?;
     }
     if let Some(path) = &args.json {
         crate::bench::output::write_json(&report, path)?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(if report.interrupted { ExitCode::from(super::source_args::INTERRUPTED) } else { ExitCode::SUCCESS })
 }
 
 fn text(r: &TuneReport) -> String {

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use super::source_args::{stop_on_signal, INTERRUPTED};
 use super::{emit, load_model, parse_budget};
 use crate::validate::{self, data::Dataset, ValidateConfig, ValidateReport};
 
@@ -55,6 +56,7 @@ impl DataArgs {
 
 pub fn main(args: ValidateArgs) -> anyhow::Result<ExitCode> {
     super::check_outputs([&args.json])?;
+    let stop = stop_on_signal()?;
     let reference = load_model(&args.reference)?;
     let candidate = load_model(&args.candidate)?;
     let data = args.data.load(&reference)?;
@@ -64,13 +66,18 @@ pub fn main(args: ValidateArgs) -> anyhow::Result<ExitCode> {
         backend_options: args.backend_flags.options(),
         prepare: args.backend_flags.prepare(),
         budget: args.data.budget,
+        stop,
     };
     let report = validate::validate(&reference, &candidate, &data, &config)?;
     emit(text(&report).trim_end())?;
     if let Some(path) = &args.json {
         crate::bench::output::write_json(&report, path)?;
     }
-    Ok(if report.gate.within_budget { ExitCode::SUCCESS } else { ExitCode::from(OVER_BUDGET) })
+    Ok(match (report.interrupted, report.gate.within_budget) {
+        (true, _) => ExitCode::from(INTERRUPTED),
+        (false, true) => ExitCode::SUCCESS,
+        (false, false) => ExitCode::from(OVER_BUDGET),
+    })
 }
 
 fn pct(v: f64) -> String {
@@ -78,7 +85,8 @@ fn pct(v: f64) -> String {
 }
 
 fn text(r: &ValidateReport) -> String {
-    let mut out = format!("data       {} ({} samples)\n", r.data, r.samples);
+    let interrupted = if r.interrupted { ", interrupted: the figures are of these only" } else { "" };
+    let mut out = format!("data       {} ({} samples{interrupted})\n", r.data, r.samples);
     for (name, side) in [("reference", &r.reference), ("candidate", &r.candidate)] {
         let accuracy = side.accuracy.map_or(String::new(), |a| format!(", accuracy {}", pct(a)));
         out += &format!("{name:<10} {} ({}, {}){accuracy}\n", side.model, side.precision, side.backend);
@@ -111,6 +119,10 @@ fn text(r: &ValidateReport) -> String {
         );
     }
     let g = &r.gate;
+    if r.interrupted {
+        out += &format!("verdict    none: interrupted after {} samples\n", r.samples);
+        return out;
+    }
     out += &format!(
         "verdict    {} {:.4} {} required {:.4} (budget {}): {}\n",
         g.metric,

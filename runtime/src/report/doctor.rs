@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::read::printable;
+use super::read::{printable, RawHost, RawProvenance};
 use crate::{Error, Result};
 
 pub const SCHEMA: &str = "edgert.doctor/1";
@@ -28,17 +28,6 @@ struct Raw {
     host: RawHost,
     provenance: RawProvenance,
     checks: Vec<RawCheck>,
-}
-
-#[derive(Deserialize)]
-struct RawHost {
-    cpu: String,
-}
-
-#[derive(Deserialize)]
-struct RawProvenance {
-    board: Option<String>,
-    l4t: Option<String>,
 }
 
 #[derive(Deserialize)]

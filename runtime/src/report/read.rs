@@ -56,16 +56,17 @@ struct RawFile {
     runs: Vec<Run>,
 }
 
+/// Where a report ran, as bench and doctor reports both write it.
 #[derive(Deserialize)]
-struct RawHost {
-    cpu: String,
+pub(super) struct RawHost {
+    pub cpu: String,
 }
 
 #[derive(Deserialize)]
-struct RawProvenance {
-    board: Option<String>,
-    l4t: Option<String>,
-    nvpmodel: Option<String>,
+pub(super) struct RawProvenance {
+    pub board: Option<String>,
+    pub l4t: Option<String>,
+    pub nvpmodel: Option<String>,
 }
 
 #[derive(Deserialize)]

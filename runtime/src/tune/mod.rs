@@ -5,6 +5,8 @@ pub mod pareto;
 pub mod plot;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -31,6 +33,8 @@ pub struct TuneConfig {
     /// What `bench` runs on: the data itself, or synthetic input when `None`.
     pub bench_input: Option<PathBuf>,
     pub sensing: Sensing,
+    /// Set (by Ctrl-C) to stop: the rows done so far are reported; the one under way is left out.
+    pub stop: Arc<AtomicBool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -72,6 +76,8 @@ pub struct TuneReport {
     pub pick: Option<usize>,
     /// Why energy is missing, when it is.
     pub energy_note: Option<String>,
+    /// Stopped by a signal before every variant ran on every backend.
+    pub interrupted: bool,
 }
 
 /// Runs the matrix; the base model is always the first variant, so its own row is the baseline.
@@ -89,7 +95,8 @@ pub fn tune(
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     let mut energy_note = None;
-    for model in std::iter::once(base).chain(variants) {
+    let stopped = || config.stop.load(Ordering::Relaxed);
+    'matrix: for model in std::iter::once(base).chain(variants) {
         let precision = model.precision();
         let variant = model.source_path().display().to_string();
         for backend_name in &config.backends {
@@ -102,8 +109,11 @@ pub fn tune(
                 });
                 continue;
             }
+            if stopped() {
+                break 'matrix;
+            }
             progress(&format!("{variant} on {backend_name}: validating"));
-            let validation = validate::validate(
+            let validation = match validate::validate(
                 base,
                 model,
                 data,
@@ -113,8 +123,13 @@ pub fn tune(
                     backend_options: config.backend_options.clone(),
                     prepare: config.prepare,
                     budget: config.budget,
+                    stop: config.stop.clone(),
                 },
-            )?;
+            ) {
+                Err(Error::Interrupted(_)) => break 'matrix,
+                Ok(v) if v.interrupted => break 'matrix,
+                other => other?,
+            };
             progress(&format!("{variant} on {backend_name}: benchmarking"));
             let reset = memory::reset_peak_rss();
             let report = bench::run(
@@ -131,10 +146,15 @@ pub fn tune(
                     input: config.bench_input.clone(),
                     source: None,
                     sensing: config.sensing.clone(),
-                    stop: Default::default(),
+                    stop: config.stop.clone(),
                 },
                 &mut |_: &Progress| {},
-            )?;
+            );
+            // A bench cut short measured part of a window: not a row to compare with the others.
+            let report = match report {
+                _ if stopped() => break 'matrix,
+                other => other?,
+            };
             let run = &report.runs[0];
             if let Some(reason) = &run.power.reason {
                 energy_note.get_or_insert_with(|| reason.clone());
@@ -173,5 +193,6 @@ pub fn tune(
         skipped,
         pick,
         energy_note,
+        interrupted: stopped(),
     })
 }

@@ -7,6 +7,9 @@ pub mod compare;
 pub mod data;
 pub mod map;
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
 use serde::Serialize;
 
 use crate::backend::{self, BackendOptions, PrepareOptions};
@@ -31,6 +34,8 @@ pub struct ValidateConfig {
     pub prepare: PrepareOptions,
     /// Allowed loss as a fraction: 0.01 keeps ≥ 99 % of the reference's quality (MLPerf's rule).
     pub budget: f64,
+    /// Set (by Ctrl-C) to stop: the samples compared so far are reported, with no verdict.
+    pub stop: Arc<AtomicBool>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -66,7 +71,11 @@ pub struct WorstInput {
 pub struct ValidateReport {
     pub schema: &'static str,
     pub data: String,
+    /// Samples compared: all of the data's, unless interrupted.
     pub samples: usize,
+    /// Stopped by a signal before the end of the data: the figures are of `samples` only, and
+    /// the gate is not passed on part of the data.
+    pub interrupted: bool,
     pub budget: f64,
     pub reference: Side,
     pub candidate: Side,
@@ -133,7 +142,11 @@ pub fn validate(
     let (mut correct_ref, mut correct_cand, mut agree, mut in_top5) = (0usize, 0usize, 0usize, 0usize);
     let (mut diff, mut cosines, mut worst) = (AbsDiff::default(), Vec::new(), Vec::new());
     let (mut ref_boxes, mut cand_boxes) = (Vec::new(), Vec::new());
+    let mut done = 0;
     for index in 0..data.len() {
+        if config.stop.load(Ordering::Relaxed) {
+            break;
+        }
         let image;
         let sample = match &data.items {
             Samples::Tensors(set) => Sample::Tensor(set.item(index)),
@@ -174,8 +187,13 @@ pub fn validate(
             ref_boxes.push(rb);
             cand_boxes.push(cb);
         }
+        done += 1;
     }
-    let n = data.len() as f64;
+    if done == 0 {
+        return Err(Error::Interrupted("before the first sample was compared".into()));
+    }
+    let interrupted = done < data.len();
+    let n = done as f64;
     worst.sort_by(|a, b| a.cosine.total_cmp(&b.cosine));
     worst.truncate(WORST);
     let classifier = task == Task::Classification;
@@ -202,7 +220,8 @@ pub fn validate(
     Ok(ValidateReport {
         schema: SCHEMA,
         data: data.path.display().to_string(),
-        samples: data.len(),
+        samples: done,
+        interrupted,
         budget: config.budget,
         reference: side(reference, &ref_pipe, acc_ref),
         candidate: side(candidate, &cand_pipe, acc_cand),
@@ -215,6 +234,11 @@ pub fn validate(
         mean_abs_diff: diff.mean(),
         map50,
         worst_inputs: worst,
-        gate: Gate { metric, value, required, within_budget: value.is_finite() && value >= required - 1e-12 },
+        gate: Gate {
+            metric,
+            value,
+            required,
+            within_budget: !interrupted && value.is_finite() && value >= required - 1e-12,
+        },
     })
 }
