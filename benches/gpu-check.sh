@@ -4,8 +4,9 @@
 #
 #   benches/gpu-check.sh build [FEATURES]   here: the release edgert with the GPU features, the
 #                                           library's tests (the GPU ones are ignored elsewhere) and
-#                                           the gpu_preprocess example, stripped, into
-#                                           target/gpu-check (ignored by git; under 60 MiB)
+#                                           the gpu_preprocess example, stripped and gzipped, into
+#                                           target/gpu-check (ignored by git; under 60 MiB: 92 MB
+#                                           stripped, 31 MB gzipped, with cuda-13000,tensorrt)
 #   benches/gpu-check.sh run [OUT]          there, from target/gpu-check alone: `edgert doctor`
 #                                           (its JSON into OUT), the GPU tests (a missing GPU is then
 #                                           a failure), GPU preprocessing against the device's copy
@@ -37,9 +38,17 @@ for line in sys.stdin:
     m = json.loads(line)
     if m.get("reason") == "compiler-artifact" and m["target"]["kind"] == ["lib"] and m["profile"]["test"]:
         print(m["executable"])')
-  strip -o "$kit/edgert" target/release/edgert
-  strip -o "$kit/gpu_preprocess" target/release/examples/gpu_preprocess
-  strip -o "$kit/lib-tests" "$tests"
+  # Stripped, the three are 90 MB (each links all of edgert and tract): gzipped, they travel.
+  local name file
+  for name in edgert gpu_preprocess lib-tests; do
+    case $name in
+      edgert) file=target/release/edgert ;;
+      gpu_preprocess) file=target/release/examples/gpu_preprocess ;;
+      lib-tests) file=$tests ;;
+    esac
+    strip -o "$kit/$name" "$file"
+    gzip -9 "$kit/$name"
+  done
   # The tests find the models through the path they were built at; `run` links it to the tree
   # there when it differs.
   (cd runtime && pwd) >"$kit/built-at"
@@ -53,9 +62,14 @@ for line in sys.stdin:
 
 run() {
   local out=${1:-$(mktemp -d)}
-  [[ -x $kit/edgert && -x $kit/lib-tests ]] || { echo "gpu-check: no $kit: run 'benches/gpu-check.sh build' first" >&2; exit 2; }
-  mkdir -p "$out"
+  [[ -f $kit/edgert.gz && -f $kit/lib-tests.gz ]] || { echo "gpu-check: no $kit: run 'benches/gpu-check.sh build' first" >&2; exit 2; }
+  mkdir -p "$out/bin"
   out=$(cd "$out" && pwd)
+  local bin=$out/bin name
+  for name in edgert gpu_preprocess lib-tests; do
+    gunzip -c "$kit/$name.gz" >"$bin/$name"
+    chmod 755 "$bin/$name"
+  done
   export EDGERT_REQUIRE_NVRTC=1 EDGERT_KERNEL_CACHE="$out/kernels" EDGERT_ENGINE_CACHE="$out/engines"
   [[ -d /usr/local/cuda/lib64 ]] && export LD_LIBRARY_PATH="/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   local built_at runtime_dir
@@ -68,14 +82,14 @@ run() {
   echo "features: $(cat "$kit/features")"
 
   echo "== edgert doctor (result: $out/doctor.json)"
-  "$kit/edgert" doctor --json "$out/doctor.json" || echo "(doctor: a check failed; see the table)"
+  "$bin/edgert" doctor --json "$out/doctor.json" || echo "(doctor: a check failed; see the table)"
 
   echo "== GPU tests (ignored elsewhere)"
-  "$kit/lib-tests" --include-ignored cuda:: preprocess::gpu backend::tensorrt stream::gpu doctor:: ||
+  "$bin/lib-tests" --include-ignored cuda:: preprocess::gpu backend::tensorrt stream::gpu doctor:: ||
     echo "(GPU tests: failures above)"
 
   echo "== GPU preprocessing"
-  "$kit/gpu_preprocess" 300 || echo "(gpu_preprocess failed)"
+  "$bin/gpu_preprocess" 300 || echo "(gpu_preprocess failed)"
 
   echo "== inference, MobileNetV2 FP32, batch 1, 3 s per backend"
   echo "| backend | p50 ms | p99 ms | frames/s |"
@@ -83,7 +97,7 @@ run() {
   local backend report on
   for backend in cpu cuda tensorrt; do
     report="$out/bench-$backend.json"
-    if "$kit/edgert" bench --model models/mobilenetv2_fp32.toml --backend "$backend" \
+    if "$bin/edgert" bench --model models/mobilenetv2_fp32.toml --backend "$backend" \
       --duration-s 3 --json "$report" >/dev/null 2>"$out/$backend.err"; then
       python3 -c 'import json, sys
 run = json.load(open(sys.argv[1]))["runs"][0]
@@ -99,7 +113,7 @@ print(f"| {sys.argv[2]} | {p50:.2f} | {p99:.2f} | {fps:.1f} |")' "$report" "$bac
   echo "|---|---|---|---|---|"
   for on in cpu gpu; do
     report="$out/stream-$on.json"
-    if "$kit/edgert" bench --model models/mobilenetv2_fp32.toml --backend tensorrt \
+    if "$bin/edgert" bench --model models/mobilenetv2_fp32.toml --backend tensorrt \
       --source synthetic:1280x720,yuyv --drop none --preprocess "$on" --duration-s 3 \
       --json "$report" >/dev/null 2>"$out/stream-$on.err"; then
       python3 -c 'import json, sys
