@@ -30,8 +30,9 @@ pub fn command(args: &[&str]) -> Command {
     let runner = std::env::var("EDGERT_TEST_RUNNER").unwrap_or_default();
     let mut words = runner.split_whitespace();
     let mut command = match words.next() {
+        // Found on this process's PATH now: a test may give the command another PATH.
         Some(program) => {
-            let mut c = Command::new(program);
+            let mut c = Command::new(on_path(program));
             c.args(words).arg(binary);
             c
         }
@@ -39,6 +40,15 @@ pub fn command(args: &[&str]) -> Command {
     };
     command.args(args);
     command
+}
+
+/// A program's path as this process's PATH finds it, or its name where the PATH has none.
+fn on_path(program: &str) -> PathBuf {
+    let paths = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&paths)
+        .map(|dir| dir.join(program))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from(program))
 }
 
 /// Raw outputs of a manifest's model through a selected backend, one vector per input, each input
