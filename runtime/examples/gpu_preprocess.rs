@@ -11,7 +11,7 @@ use std::time::Instant;
 use cudarc::driver::sys::CUevent_flags;
 use edgert::cuda::device;
 use edgert::frame::{Frame, PixelFormat};
-use edgert::model::manifest::{Layout, PreprocessSpec, ResizeMode};
+use edgert::model::manifest::{Layout, PreprocessSpec};
 use edgert::preprocess::fused::FusedPreprocess;
 use edgert::preprocess::gpu::GpuPreprocess;
 
@@ -43,13 +43,7 @@ fn main() {
     let copy_gbs = (2 * bytes * 10) as f64 / (start.elapsed_ms(&end).unwrap() as f64 * 1e-3) / 1e9;
     println!("device copy: {copy_gbs:.1} GB/s (read + write)");
 
-    let spec = PreprocessSpec {
-        resize: ResizeMode::Stretch,
-        scale: 1.0 / 255.0,
-        mean: vec![0.485, 0.456, 0.406],
-        std: vec![0.229, 0.224, 0.225],
-        ..PreprocessSpec::default()
-    };
+    let spec = PreprocessSpec::imagenet();
     println!("| frame | GPU ms (copy in + kernel, waited for) | GPU GB/s (back to back) | of copy bandwidth | CPU fused ms | CPU/GPU | max abs diff |");
     println!("|---|---|---|---|---|---|---|");
     for format in [PixelFormat::Yuyv, PixelFormat::Nv12] {

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use edgert::capture::mjpeg::MjpegDecoder;
 use edgert::frame::{Frame, PixelFormat};
-use edgert::model::manifest::{Layout, PreprocessSpec, ResizeMode};
+use edgert::model::manifest::{Layout, PreprocessSpec};
 use edgert::preprocess::fused::FusedPreprocess;
 
 fn main() {
@@ -41,13 +41,7 @@ fn main() {
             std::process::exit(2)
         });
     }
-    let spec = PreprocessSpec {
-        resize: ResizeMode::Stretch,
-        scale: 1.0 / 255.0,
-        mean: vec![0.485, 0.456, 0.406],
-        std: vec![0.229, 0.224, 0.225],
-        ..PreprocessSpec::default()
-    };
+    let spec = PreprocessSpec::imagenet();
     let pass = FusedPreprocess::new(&spec, 224, 224, Layout::Nchw, width, height).expect("a plan");
     let mut out = vec![0.0f32; pass.item_len()];
     let mut once = |out: &mut [f32]| {

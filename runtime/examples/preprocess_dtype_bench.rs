@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use edgert::capture::synthetic::noise;
 use edgert::frame::{Frame, PixelFormat};
-use edgert::model::manifest::{Layout, PreprocessSpec, ResizeMode};
+use edgert::model::manifest::{Layout, PreprocessSpec};
 use edgert::preprocess::fused::FusedPreprocess;
 use edgert::tensor::BatchView;
 use half::f16;
@@ -41,13 +41,7 @@ fn main() {
         eprintln!("preprocess_dtype_bench: {width}x{height}: {e}");
         std::process::exit(2)
     });
-    let spec = PreprocessSpec {
-        resize: ResizeMode::Stretch,
-        scale: 1.0 / 255.0,
-        mean: vec![0.485, 0.456, 0.406],
-        std: vec![0.229, 0.224, 0.225],
-        ..PreprocessSpec::default()
-    };
+    let spec = PreprocessSpec::imagenet();
     let pass = FusedPreprocess::new(&spec, 224, 224, Layout::Nchw, width, height).expect("a plan");
     let len = pass.item_len();
     // Before: the pass into a pooled f32 tensor, then converted into a new one, as the backends

@@ -54,7 +54,7 @@ mod on_gpu {
     use crate::cuda::{device, version_text, GpuError};
     use crate::doctor::{Facts, Options, Outcome};
     use crate::frame::{Frame, PixelFormat};
-    use crate::model::manifest::{Layout, PreprocessSpec, ResizeMode};
+    use crate::model::manifest::{Layout, PreprocessSpec};
     use crate::preprocess::fused::FusedPreprocess;
     use crate::preprocess::gpu::GpuPreprocess;
 
@@ -230,14 +230,7 @@ mod on_gpu {
 
     /// 640×480 into 1×3×224×224 f32, ImageNet's mean and std: a camera frame into a classifier.
     fn plan() -> Result<FusedPreprocess, Outcome> {
-        let spec = PreprocessSpec {
-            resize: ResizeMode::Stretch,
-            scale: 1.0 / 255.0,
-            mean: vec![0.485, 0.456, 0.406],
-            std: vec![0.229, 0.224, 0.225],
-            ..PreprocessSpec::default()
-        };
-        FusedPreprocess::new(&spec, 224, 224, Layout::Nchw, 640, 480)
+        FusedPreprocess::new(&PreprocessSpec::imagenet(), 224, 224, Layout::Nchw, 640, 480)
             .map_err(|e| Outcome::fail("a preprocessing plan", e.to_string(), "a bug in edgert: report it"))
     }
 

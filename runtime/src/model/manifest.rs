@@ -133,6 +133,18 @@ fn default_pad() -> u8 {
     114
 }
 
+impl PreprocessSpec {
+    /// A classifier's usual recipe: stretched, 0..1, ImageNet's mean and std, RGB.
+    pub fn imagenet() -> PreprocessSpec {
+        PreprocessSpec {
+            resize: ResizeMode::Stretch,
+            mean: vec![0.485, 0.456, 0.406],
+            std: vec![0.229, 0.224, 0.225],
+            ..PreprocessSpec::default()
+        }
+    }
+}
+
 impl Default for PreprocessSpec {
     fn default() -> Self {
         PreprocessSpec {

@@ -195,22 +195,14 @@ pub fn open(
 mod tests {
     use super::{DeviceBuffer, GpuStage};
     use crate::frame::{Frame, PixelFormat};
-    use crate::model::manifest::{ChannelOrder, Layout, PreprocessSpec, ResizeMode};
+    use crate::model::manifest::{Layout, PreprocessSpec, ResizeMode};
     use crate::preprocess::fused::FusedPreprocess;
     use crate::tensor::DataType;
 
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn a_batch_preprocessed_on_the_gpu_matches_the_cpu_pass_in_f32_and_f16() {
-        let spec = PreprocessSpec {
-            resize: ResizeMode::Letterbox,
-            resize_short_side: None,
-            scale: 1.0 / 255.0,
-            mean: vec![0.485, 0.456, 0.406],
-            std: vec![0.229, 0.224, 0.225],
-            channels: ChannelOrder::Rgb,
-            pad_value: 114,
-        };
+        let spec = PreprocessSpec { resize: ResizeMode::Letterbox, ..PreprocessSpec::imagenet() };
         let (width, height) = (640, 480);
         let fused = FusedPreprocess::new(&spec, 224, 224, Layout::Nchw, width, height).unwrap();
         let bytes = PixelFormat::Yuyv.frame_bytes(width * 2, height);
