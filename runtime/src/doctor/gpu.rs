@@ -5,44 +5,39 @@
 
 use super::{Area, Check};
 
-/// The checks, by area and name, each with its budget on an Orin Nano.
-const GPU: [(&str, u64); 5] =
-    [("libcuda", 500), ("device", 1_000), ("memory", 500), ("pinned memory", 500), ("zero-copy", 500)];
-const NVRTC: [(&str, u64); 3] = [("compile", 5_000), ("yuyv vs cpu", 500), ("nv12 vs cpu", 500)];
+/// The checks: area, name, budget on an Orin Nano, and the check of that area to pass first.
+const CHECKS: [(Area, &str, u64, Option<&str>); 8] = [
+    (Area::Gpu, "libcuda", 500, None),
+    (Area::Gpu, "device", 1_000, Some("libcuda")),
+    (Area::Gpu, "memory", 500, Some("device")),
+    (Area::Gpu, "pinned memory", 500, Some("device")),
+    (Area::Gpu, "zero-copy", 500, Some("device")),
+    // NVRTC's compile needs the GPU's (another area): it says so itself when there is none.
+    (Area::Nvrtc, "compile", 5_000, None),
+    (Area::Nvrtc, "yuyv vs cpu", 500, Some("compile")),
+    (Area::Nvrtc, "nv12 vs cpu", 500, Some("compile")),
+];
 
 #[cfg(not(feature = "cuda"))]
 pub fn checks() -> Vec<Check> {
     let why = "not compiled in (build with --features cuda-11040, cuda-12020, cuda-12060 or cuda-13000)";
-    let listed = GPU.iter().map(|c| (Area::Gpu, c)).chain(NVRTC.iter().map(|c| (Area::Nvrtc, c)));
-    listed
-        .map(|(area, (name, ms))| Check::new(area, *name, *ms, move |_, _| super::Outcome::skip(why)))
+    // No prerequisites here: each check says why it cannot run, not which other one did not pass.
+    CHECKS
+        .iter()
+        .map(|&(area, name, ms, _)| Check::new(area, name, ms, move |_, _| super::Outcome::skip(why)))
         .collect()
 }
 
 #[cfg(feature = "cuda")]
 pub fn checks() -> Vec<Check> {
     use on_gpu::*;
-    let runs: [fn(&super::Options, &super::Facts) -> super::Outcome; 5] =
-        [libcuda, device, memory, pinned, zero_copy];
-    let needs = [None, Some("libcuda"), Some("device"), Some("device"), Some("device")];
-    let mut list: Vec<Check> = GPU
+    let runs: [fn(&super::Options, &super::Facts) -> super::Outcome; 8] =
+        [libcuda, device, memory, pinned, zero_copy, compile, yuyv, nv12];
+    CHECKS
         .iter()
         .zip(runs)
-        .zip(needs)
-        .map(|(((name, ms), run), need)| {
-            let check = Check::new(Area::Gpu, *name, *ms, run);
-            match need {
-                Some(n) => check.needs(n),
-                None => check,
-            }
-        })
-        .collect();
-    // NVRTC's checks need the GPU's (other area): they say so themselves when it is not there.
-    let nvrtc: [fn(&super::Options, &super::Facts) -> super::Outcome; 3] = [compile, yuyv, nv12];
-    list.extend(NVRTC.iter().zip(nvrtc).map(|((name, ms), run)| Check::new(Area::Nvrtc, *name, *ms, run)));
-    list[GPU.len() + 1].needs = Some("compile");
-    list[GPU.len() + 2].needs = Some("compile");
-    list
+        .map(|(&(area, name, ms, needs), run)| Check { needs, ..Check::new(area, name, ms, run) })
+        .collect()
 }
 
 #[cfg(feature = "cuda")]
@@ -71,6 +66,24 @@ mod on_gpu {
             e.to_string(),
             "the CUDA driver misbehaves: check `nvidia-smi` or `tegrastats`, reboot",
         )
+    }
+
+    /// Bytes copied to the GPU and back: the same as sent, or how the copy failed.
+    fn round_trip(
+        back: Result<Vec<u8>, cudarc::driver::DriverError>,
+        sent: &[u8],
+        seen: String,
+        what: &str,
+    ) -> Outcome {
+        match back {
+            Ok(back) if back == sent => Outcome::pass(seen),
+            Ok(_) => Outcome::fail(
+                "the bytes copied back unchanged",
+                "they differ",
+                "a GPU memory fault: reboot, then report it",
+            ),
+            Err(e) => failed(what, e),
+        }
     }
 
     fn open() -> Result<Arc<CudaContext>, Outcome> {
@@ -110,20 +123,13 @@ mod on_gpu {
         let host = pattern(BYTES);
         let back = stream.clone_htod(&host).and_then(|d| stream.clone_dtoh(&d));
         let (free, total) = context.mem_get_info().unwrap_or((0, 0));
-        match back {
-            Ok(back) if back == host => Outcome::pass(format!(
-                "{} MiB to the GPU and back, unchanged; {} of {} MiB free",
-                BYTES >> 20,
-                free >> 20,
-                total >> 20
-            )),
-            Ok(_) => Outcome::fail(
-                "the bytes copied back unchanged",
-                "they differ",
-                "a GPU memory fault: reboot, then report it",
-            ),
-            Err(e) => failed("a device allocation and copies both ways", e),
-        }
+        let seen = format!(
+            "{} MiB to the GPU and back, unchanged; {} of {} MiB free",
+            BYTES >> 20,
+            free >> 20,
+            total >> 20
+        );
+        round_trip(back, &host, seen, "a device allocation and copies both ways")
     }
 
     pub fn pinned(_: &Options, _: &Facts) -> Outcome {
@@ -141,17 +147,8 @@ mod on_gpu {
             stream.memcpy_htod(&pinned, &mut device)?;
             stream.clone_dtoh(&device)
         })();
-        match result {
-            Ok(back) if back == host => {
-                Outcome::pass(format!("{} MiB page-locked, copied to the GPU and back", BYTES >> 20))
-            }
-            Ok(_) => Outcome::fail(
-                "the bytes copied back unchanged",
-                "they differ",
-                "a GPU memory fault: reboot, then report it",
-            ),
-            Err(e) => failed("page-locked host memory and a copy from it", e),
-        }
+        let seen = format!("{} MiB page-locked, copied to the GPU and back", BYTES >> 20);
+        round_trip(result, &host, seen, "page-locked host memory and a copy from it")
     }
 
     pub fn zero_copy(_: &Options, _: &Facts) -> Outcome {
