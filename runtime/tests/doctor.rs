@@ -381,6 +381,27 @@ fn a_users_model_runs_on_cpu_and_the_other_backends_say_why_not() {
 }
 
 #[test]
+fn a_model_that_does_not_load_fails_its_cpu_check_and_the_others_name_it() {
+    let root = tempfile::tempdir().unwrap();
+    let junk = root.path().join("junk.onnx");
+    std::fs::write(&junk, b"not a protobuf").unwrap();
+    let args =
+        ["--sysfs-root", root.path().to_str().unwrap(), "--only", "cpu", "--model", junk.to_str().unwrap()];
+    let (report, out) = doctor(&args, None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let on_cpu = check(&report, "cpu", "--model on cpu");
+    assert_eq!(on_cpu["status"], "fail", "{on_cpu}");
+    assert_eq!(on_cpu["expected"], "the model to load", "{on_cpu}");
+    assert!(on_cpu["seen"].as_str().unwrap().contains("junk.onnx"), "{on_cpu}");
+    for backend in ["ort", "cuda", "tensorrt"] {
+        assert_eq!(
+            said(&report, "cpu", &format!("--model on {backend}")),
+            "needs `cpu --model on cpu`, which did not pass"
+        );
+    }
+}
+
+#[test]
 fn bad_arguments_are_one_line_errors_with_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("file");

@@ -1,12 +1,14 @@
 //! The backends that run ONNX: the embedded model on `cpu`, `ort` and `cuda` against ONNX
 //! Runtime's known logits, and the user's `--model` on each usable backend against `cpu`.
 
+use std::cell::OnceCell;
 use std::path::Path;
+use std::rc::Rc;
 
 use super::embedded;
 use super::{Area, Check, Facts, Options, Outcome};
 use crate::backend::{self, BackendOptions, PrepareOptions};
-use crate::model::{BareModelOptions, Model};
+use crate::model::Model;
 use crate::pipeline::Pipeline;
 use crate::tensor::HostTensor;
 
@@ -25,14 +27,15 @@ pub fn checks(options: &Options) -> Vec<Check> {
         }),
     ];
     if let Some(model) = &options.model {
+        let on_cpu = OnCpu::default();
         list.push(Check::new(Area::Cpu, "--model on cpu", 10_000, {
-            let model = model.clone();
-            move |o, _| user_model_on_cpu(&model, o)
+            let (model, on_cpu) = (model.clone(), on_cpu.clone());
+            move |o, _| user_model_on_cpu(&on_cpu, &model, o)
         }));
         for name in ["ort", "cuda", "tensorrt"] {
-            let model = model.clone();
+            let (model, on_cpu) = (model.clone(), on_cpu.clone());
             let check = Check::new(Area::Cpu, format!("--model on {name}"), 60_000, move |o, f| {
-                user_model_agrees(&model, name, o, f)
+                user_model_agrees(&on_cpu, &model, name, o, f)
             });
             list.push(check.needs("--model on cpu"));
         }
@@ -84,8 +87,19 @@ fn embedded_on(name: &str, options: &Options, facts: &Facts) -> Outcome {
     }
 }
 
-fn load(path: &Path) -> Result<Model, String> {
-    Model::load(path, &BareModelOptions::default()).map_err(|e| e.to_string())
+/// The user's model loaded and its outputs on `cpu`; or what failed (the expectation) and why.
+type CpuRun = Result<(Model, Vec<Vec<f32>>), (&'static str, String)>;
+
+/// `CpuRun` made once, shared by the `--model` checks, which compare each other backend with it.
+type OnCpu = Rc<OnceCell<CpuRun>>;
+
+fn on_cpu<'a>(cell: &'a OnCpu, path: &Path, options: &Options) -> &'a CpuRun {
+    cell.get_or_init(|| {
+        let model = embedded::load(path).map_err(|e| ("the model to load", e))?;
+        let outputs =
+            outputs_on(&model, "cpu", &options.backends).map_err(|e| ("the model to run on cpu", e))?;
+        Ok((model, outputs))
+    })
 }
 
 /// The model's outputs on one input the same for every backend: values 0..1 in a fixed pattern,
@@ -101,18 +115,17 @@ fn outputs_on(model: &Model, name: &str, options: &BackendOptions) -> Result<Vec
     Ok(outputs.into_iter().map(|t| t.data).collect())
 }
 
-fn user_model_on_cpu(path: &Path, options: &Options) -> Outcome {
-    let fix = "run `edgert inspect --model` and `edgert run --model` on it for the full error";
-    let model = match load(path) {
-        Ok(m) => m,
-        Err(e) => return Outcome::fail("the model to load", e, fix),
-    };
-    match outputs_on(&model, "cpu", &options.backends) {
-        Ok(outputs) => {
+fn user_model_on_cpu(cell: &OnCpu, path: &Path, options: &Options) -> Outcome {
+    match on_cpu(cell, path, options) {
+        Ok((_, outputs)) => {
             let values: usize = outputs.iter().map(Vec::len).sum();
             Outcome::pass(format!("{} outputs, {values} values, all finite", outputs.len()))
         }
-        Err(e) => Outcome::fail("the model to run on cpu", e, fix),
+        Err((expected, e)) => Outcome::fail(
+            *expected,
+            e.clone(),
+            "run `edgert inspect --model` and `edgert run --model` on it for the full error",
+        ),
     }
 }
 
@@ -138,18 +151,16 @@ fn relative_l2(a: &[Vec<f32>], b: &[Vec<f32>]) -> f32 {
     (diff.sqrt() / norm.sqrt().max(1e-12)) as f32
 }
 
-fn user_model_agrees(path: &Path, name: &str, options: &Options, facts: &Facts) -> Outcome {
+fn user_model_agrees(cell: &OnCpu, path: &Path, name: &str, options: &Options, facts: &Facts) -> Outcome {
     if let Some(why) = unusable(name, &options.backends) {
         return not_here(name, why, facts);
     }
-    let model = match load(path) {
-        Ok(m) => m,
-        Err(e) => return Outcome::fail("the model to load", e, "see `--model on cpu`"),
+    let (model, cpu) = match on_cpu(cell, path, options) {
+        Ok((model, cpu)) => (model, cpu),
+        Err((expected, e)) => return Outcome::fail(*expected, e.clone(), "see `--model on cpu`"),
     };
-    let compared = outputs_on(&model, "cpu", &options.backends)
-        .and_then(|cpu| outputs_on(&model, name, &options.backends).map(|other| (cpu, other)));
-    let (cpu, other) = match compared {
-        Ok(pair) => pair,
+    let other = match outputs_on(model, name, &options.backends) {
+        Ok(other) => other,
         Err(e) => {
             return Outcome::fail(
                 format!("the model to run on {name}"),
@@ -159,8 +170,8 @@ fn user_model_agrees(path: &Path, name: &str, options: &Options, facts: &Facts) 
         }
     };
     let shapes_agree = cpu.len() == other.len() && cpu.iter().zip(&other).all(|(a, b)| a.len() == b.len());
-    let relative = relative_l2(&cpu, &other);
-    let allowed = tolerance(&model);
+    let relative = relative_l2(cpu, &other);
+    let allowed = tolerance(model);
     let seen = format!("{:.2}% from cpu's outputs (relative L2)", relative * 100.0);
     if shapes_agree && relative <= allowed {
         Outcome::pass(seen)

@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::LazyLock;
 
 use serde::Deserialize;
 
@@ -37,8 +38,12 @@ pub struct Sample {
     pub logits: Vec<f32>,
 }
 
-pub fn reference() -> Reference {
-    serde_json::from_str(REFERENCE).expect("digits_reference.json is valid (a unit test reads it)")
+/// The reference, parsed once per process.
+pub fn reference() -> &'static Reference {
+    static PARSED: LazyLock<Reference> = LazyLock::new(|| {
+        serde_json::from_str(REFERENCE).expect("digits_reference.json is valid (a unit test reads it)")
+    });
+    &PARSED
 }
 
 /// The models written out to a folder of their own, which is removed when this is dropped.
@@ -150,7 +155,7 @@ pub fn compare(got: &[Vec<f32>], want: &[Vec<f32>]) -> Agreement {
 }
 
 fn against_reference(got: &[Vec<f32>]) -> Agreement {
-    let want: Vec<Vec<f32>> = reference().samples.into_iter().map(|s| s.logits).collect();
+    let want: Vec<Vec<f32>> = reference().samples.iter().map(|s| s.logits.clone()).collect();
     compare(got, &want)
 }
 
