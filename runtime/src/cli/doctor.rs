@@ -105,15 +105,10 @@ pub fn main(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         report.skipped,
         report.elapsed_ms / 1e3
     ))?;
-    let json = serde_json::to_string_pretty(&report)?;
     if to_stdout {
-        emit(&json)?;
+        emit(&serde_json::to_string_pretty(&report)?)?;
     } else if let Some(path) = &json_file {
-        crate::outfile::write_atomically(path, |file| {
-            use std::io::Write;
-            writeln!(file, "{json}")
-        })
-        .map_err(|e| crate::Error::Write { path: path.clone(), reason: e.to_string() })?;
+        crate::bench::output::write_json(&report, path)?;
     }
     Ok(if report.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

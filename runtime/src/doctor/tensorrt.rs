@@ -138,12 +138,9 @@ mod on_trt {
         })
     }
 
-    fn options(written: &Written, precision: BuildPrecision) -> TrtOptions {
-        TrtOptions {
-            precision: Some(precision),
-            engine_cache: Some(written.dir.join("engines")),
-            ..TrtOptions::default()
-        }
+    /// `precision` `None`: the model's own (INT8 and FP16 for a Q/DQ model).
+    fn options(written: &Written, precision: Option<BuildPrecision>) -> TrtOptions {
+        TrtOptions { precision, engine_cache: Some(written.dir.join("engines")), ..TrtOptions::default() }
     }
 
     pub fn fp32_engine(make: Make, _: &Options, _: &Facts) -> Outcome {
@@ -151,7 +148,7 @@ mod on_trt {
             Ok(w) => w,
             Err(o) => return o,
         };
-        engine_against_cpu(make, &w.manifest, options(&w, BuildPrecision::Fp32), FP32)
+        engine_against_cpu(make, &w.manifest, options(&w, Some(BuildPrecision::Fp32)), FP32)
     }
 
     pub fn fp16_engine(make: Make, _: &Options, _: &Facts) -> Outcome {
@@ -159,7 +156,7 @@ mod on_trt {
             Ok(w) => w,
             Err(o) => return o,
         };
-        engine_against_cpu(make, &w.manifest, options(&w, BuildPrecision::Fp16), FP16)
+        engine_against_cpu(make, &w.manifest, options(&w, Some(BuildPrecision::Fp16)), FP16)
     }
 
     pub fn int8_engine(make: Make, _: &Options, _: &Facts) -> Outcome {
@@ -167,8 +164,7 @@ mod on_trt {
             Ok(w) => w,
             Err(o) => return o,
         };
-        let options = TrtOptions { precision: None, ..options(&w, BuildPrecision::Best) };
-        engine_against_cpu(make, &w.int8_manifest, options, INT8)
+        engine_against_cpu(make, &w.int8_manifest, options(&w, None), INT8)
     }
 
     fn engines(dir: &Path) -> Vec<(std::path::PathBuf, std::time::SystemTime)> {
@@ -196,7 +192,7 @@ mod on_trt {
             Ok(m) => m,
             Err(e) => return Outcome::fail("the embedded model to load", e, "a bug in edgert: report it"),
         };
-        let run = || embedded::logits(&model, selected(make(options(&w, BuildPrecision::Fp32))));
+        let run = || embedded::logits(&model, selected(make(options(&w, Some(BuildPrecision::Fp32)))));
         let first = match run() {
             Ok(l) => l,
             Err(e) => return Outcome::fail("an engine built and run", format!("TensorRT, {e}"), FIX),
@@ -242,7 +238,7 @@ mod on_trt {
             Ok(w) => w,
             Err(o) => return o,
         };
-        let options = TrtOptions { dla_core: Some(0), ..options(&w, BuildPrecision::Fp16) };
+        let options = TrtOptions { dla_core: Some(0), ..options(&w, Some(BuildPrecision::Fp16)) };
         match engine_against_cpu(make, &w.manifest, options, FP16) {
             Outcome::Pass { seen } => Outcome::pass(format!("{cores} DLA cores; on DLA 0: {seen}")),
             other => other,

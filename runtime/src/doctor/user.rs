@@ -127,11 +127,12 @@ fn sensors_readable(options: &Options, facts: &Facts) -> Outcome {
     }
 }
 
-/// Creates the folder if needed and writes and removes a file in it.
+/// Creates the folder if needed, then checks a file can be written in it as every output is
+/// (`outfile::check_writable`: a probe written and removed).
 fn writable(dir: &Path, variable: &str) -> Outcome {
-    let probe = dir.join(format!(".edgert-doctor-{}", std::process::id()));
-    let tried = std::fs::create_dir_all(dir).and_then(|_| std::fs::write(&probe, b"probe"));
-    let _ = std::fs::remove_file(&probe);
+    let tried = std::fs::create_dir_all(dir)
+        .map_err(|e| e.to_string())
+        .and_then(|_| crate::outfile::check_writable(&dir.join(".edgert-doctor")).map_err(|e| e.to_string()));
     match tried {
         Ok(()) => Outcome::pass(dir.display().to_string()),
         Err(e) => Outcome::fail(
@@ -225,8 +226,9 @@ mod tests {
             Outcome::Fail { fix, .. } => assert!(fix.contains("EDGERT_ENGINE_CACHE"), "{fix}"),
             other => panic!("{other:?}"),
         }
-        assert!(writable(&dir.path().join("new/engines"), "EDGERT_ENGINE_CACHE").passed());
-        assert!(!dir.path().join("new/engines/.edgert-doctor-probe").exists());
+        let made = dir.path().join("new/engines");
+        assert!(writable(&made, "EDGERT_ENGINE_CACHE").passed());
+        assert_eq!(std::fs::read_dir(&made).unwrap().count(), 0, "the probe is removed");
     }
 
     #[test]
