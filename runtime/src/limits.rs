@@ -91,6 +91,12 @@ pub const WATTS: Range = Range { min: -1.0, max: 1e3 };
 pub const MHZ: Range = Range { min: 0.0, max: 1e4 };
 pub const CELSIUS: Range = Range { min: -60.0, max: 200.0 };
 pub const PERCENT: Range = Range { min: 0.0, max: 100.0 };
+/// Query rates a scenario may offer: one query per 1000 s up to a million a second.
+pub const QPS: Range = Range { min: 1e-3, max: 1e6 };
+/// Latency bounds, intervals and queue delays, in milliseconds: up to an hour.
+pub const MILLISECONDS: Range = Range { min: 0.0, max: 3.6e6 };
+/// Queries one scenario run may send, and replay files may hold: each is kept until the run ends.
+pub const MAX_QUERIES: usize = 2_000_000;
 /// Frame rates a source may be paced to: one frame per 1000 s up to 10,000 frames per second.
 pub const FPS: Range = Range { min: 1e-3, max: 1e4 };
 

@@ -437,6 +437,9 @@ fn bench_on_a_deployed_board_locks_and_restores_clocks_and_brings_reports_back()
             "cpu",
             "--duration-s",
             "0.2",
+            // Words with spaces reach the board as one argument.
+            "--scenario",
+            "offline --min-queries 50",
             "--jetson-clocks",
             s(&clocks),
         ],
@@ -459,8 +462,46 @@ fn bench_on_a_deployed_board_locks_and_restores_clocks_and_brings_reports_back()
     let errors: Vec<String> = schema().iter_errors(&report).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
     assert_eq!(report["runs"].as_array().unwrap().len(), 2);
+    assert_eq!(report["runs"][1]["scenario"]["name"], "offline");
     let summary = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
     assert_eq!(summary.lines().filter(|l| l.contains("digits_mlp_nchw")).count(), 2, "{summary}");
+}
+
+/// `--scenario server` on the board: no --batch, the server's flags passed on; a scenario that
+/// does not exist, or batches where the scenario forms its own, refused before the clocks move.
+#[test]
+fn bench_device_runs_a_server_scenario_and_refuses_bad_ones() {
+    if !usable("bench_device_runs_a_server_scenario_and_refuses_bad_ones", &[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let good = model("digits_mlp_nchw.toml");
+    let server = ["--duration-s", "0.1", "--scenario", "server --qps 100,200 --min-queries 30 --max-batch 2"];
+    let (mut command, log, out_dir) = bench_locally(dir.path(), s(&good), &server);
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let report: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("digits_mlp_nchw_cpu.json")).unwrap())
+            .unwrap();
+    let offered: Vec<_> =
+        report["runs"].as_array().unwrap().iter().map(|r| r["scenario"]["offered_qps"].clone()).collect();
+    assert_eq!(offered, [100.0, 200.0]);
+    assert!(out_dir.join("summary.svg").is_file(), "the server chart");
+    assert_eq!(calls(&log), ["--show", "--store", "lock", "--restore", "--show"]);
+    for (extra, says) in [
+        (&["--scenario", "warp-speed"][..], "--scenario 'warp-speed' is not single-stream"),
+        (
+            &["--scenario", "server --qps 10", "--batches", "1,2"][..],
+            "--batches is for single-stream and offline",
+        ),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut command, log, _) = bench_locally(dir.path(), s(&good), extra);
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "{}", text(&out));
+        assert!(stderr(&out).contains(says), "{}", text(&out));
+        assert!(calls(&log).is_empty(), "the clocks were not touched");
+    }
 }
 
 /// The on-device script run locally, as on the board, with the fake jetson_clocks.
@@ -574,7 +615,7 @@ fn a_thread_sweep_benches_the_cpu_backends_at_each_count_and_gpu_ones_once() {
     assert_eq!(threads("digits_mlp_nchw_gpu-or-cpu_t1.json"), Some(1));
     assert!(!out_dir.join("digits_mlp_nchw_gpu-or-cpu_t2.json").exists(), "a GPU backend runs once");
     let summary = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
-    assert!(summary.contains("| cpu | 2 | 1 |"), "{summary}");
+    assert!(summary.contains("| cpu | 2 | single-stream | 1 |"), "{summary}");
 
     for bad in ["0", "1,,2", "two", "1,2,"] {
         let dir = tempfile::tempdir().unwrap();

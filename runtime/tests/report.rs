@@ -95,9 +95,13 @@ fn a_thread_sweep_is_told_apart_in_merge_compare_and_plot() {
     std::fs::write(&two, report.to_string()).unwrap();
 
     let table = stdout(&edgert(&["report", "merge", arg(&one), arg(&two)]));
-    assert!(table.contains("| backend | threads | batch |"), "{table}");
+    assert!(table.contains("| backend | threads | scenario | batch |"), "{table}");
     let rows: Vec<&str> = table.lines().filter(|l| l.contains("digits_mlp_nchw")).collect();
-    assert!(rows[0].contains("| cpu | 1 | 1 |") && rows[1].contains("| cpu | 2 | 1 |"), "{table}");
+    assert!(
+        rows[0].contains("| cpu | 1 | single-stream | 1 |")
+            && rows[1].contains("| cpu | 2 | single-stream | 1 |"),
+        "{table}"
+    );
 
     let text = stdout(&edgert(&["report", "compare", arg(&one), arg(&two)]));
     assert!(text.contains("different thread counts: 1 and 2"), "{text}");
@@ -158,7 +162,7 @@ fn a_report_of_another_schema_or_not_a_report_is_refused_by_name() {
     std::fs::write(&junk, "not json").unwrap();
     let missing = dir.path().join("missing.json");
     let cases: [(&[&str], &Path, &str); 4] = [
-        (&["merge", arg(&good), arg(&old)], &old, "schema 'edgert.bench/1' is not edgert.bench/2"),
+        (&["merge", arg(&good), arg(&old)], &old, "schema 'edgert.bench/1' is not edgert.bench/3"),
         (&["compare", arg(&old), arg(&good)], &old, "schema 'edgert.bench/1'"),
         (&["plot", arg(&junk), "--out", "x.svg"], &junk, "not a JSON report"),
         (&["merge", arg(&missing)], &missing, "No such file"),
@@ -174,4 +178,28 @@ fn a_report_of_another_schema_or_not_a_report_is_refused_by_name() {
     let out = edgert(&["report", "plot", arg(&good), "--out", arg(&plot)]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains(arg(&plot)), "{}", stderr(&out));
+}
+
+/// A report of the schema before scenarios (`edgert.bench/2`: no `scenario` sections, no `peak`)
+/// still reads, its runs single-stream, and compares with one of today's.
+#[test]
+fn a_report_from_before_scenarios_still_reads_as_single_stream() {
+    let dir = tempfile::tempdir().unwrap();
+    let (now, mut report) = report_on("orin-nano-jp6", "1", dir.path(), "now.json");
+    report["schema"] = Value::from("edgert.bench/2");
+    report.as_object_mut().unwrap().remove("peak");
+    for run in report["runs"].as_array_mut().unwrap() {
+        run.as_object_mut().unwrap().remove("scenario");
+    }
+    let old = dir.path().join("old.json");
+    std::fs::write(&old, report.to_string()).unwrap();
+    let out = edgert(&["report", "merge", arg(&old)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("| single-stream | 1 | n/a |"), "{}", stdout(&out));
+    let out = edgert(&["report", "compare", arg(&old), arg(&now)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(text.contains("batch 1") && !text.contains("only in"), "{text}");
+    // p99.9 is in today's report only: shown as not measured on both, not as a change.
+    assert!(text.lines().any(|l| l.contains("p99.9") && l.contains("not measured on both")), "{text}");
 }

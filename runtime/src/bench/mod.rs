@@ -1,9 +1,11 @@
 //! `bench`: warm up, then run the whole pipeline for at least a duration and a count of
 //! iterations, per batch size, timing each stage.
 
+pub mod load;
 pub mod output;
 pub mod power;
 pub mod report;
+pub mod scenario;
 mod stream;
 mod window;
 
@@ -48,6 +50,10 @@ pub struct BenchConfig {
     /// Frames from a source through the camera pipeline instead of `input`.
     pub source: Option<SourceBench>,
     pub sensing: Sensing,
+    /// How work is sent: one query at a time (the default), or on a schedule.
+    pub scenario: scenario::Scenario,
+    /// Workers, queries and the latency bound of the scenarios that send queries.
+    pub load: scenario::Load,
     /// Set (by Ctrl-C) to stop: the run so far is reported and later batch sizes are skipped.
     pub stop: Arc<AtomicBool>,
 }
@@ -140,48 +146,35 @@ pub fn run(
     let sensing = &config.sensing;
     let probe = power::PowerProbe::new(&sensing.sysfs_root, sensing.power_interval, sensing.idle);
     let telemetry = Arc::new(Telemetry::open(&sensing.sysfs_root));
-    let mut runs = Vec::new();
-    let mut warnings = Vec::new();
-    let mut backend_info = None;
-    for &batch in &config.batches {
-        let selected = backend::select_with(&config.backend, &config.backend_options)?;
-        let options = PrepareOptions { batch, ..config.prepare };
-        let started = Instant::now();
-        let mut pipeline = Pipeline::open(model.clone(), selected, options)?;
-        let load_ms = ms(started.elapsed());
-        backend_info.get_or_insert_with(|| BackendInfo {
-            requested: pipeline.requested_backend.clone(),
-            name: pipeline.backend.clone(),
-            fallback: pipeline.fallback.clone(),
-            version: pipeline.backend_version.clone(),
-        });
-        let run = match &config.source {
-            Some(source) => {
-                stream::measure(&mut pipeline, source, config, &probe, &telemetry, load_ms, progress)?
-            }
-            None => measure(&mut pipeline, &samples, config, &probe, &telemetry, load_ms, progress)?,
-        };
-        warnings.extend(run.telemetry.warnings().into_iter().map(|w| format!("batch {batch}: {w}")));
+    let (runs, backend, peak, mut warnings) = match config.scenario {
+        scenario::Scenario::SingleStream => {
+            let (runs, backend, warnings) =
+                single_stream(model, &samples, config, &probe, &telemetry, progress)?;
+            (runs, backend, None, warnings)
+        }
+        _ => {
+            let outcome = scenario::run(model, &samples, config, &probe, &telemetry, progress)?;
+            let backend = outcome.backend.expect("a scenario opens its workers before it runs");
+            (outcome.runs, backend, outcome.peak, outcome.warnings)
+        }
+    };
+    for run in &runs {
+        let title = scenario::text::run_title(run.batch, run.scenario.as_ref());
+        warnings.extend(run.telemetry.warnings().into_iter().map(|w| format!("{title}: {w}")));
         for (stage, stats) in run.stages.named() {
-            if stats.cov > COV_WARNING && matches!(stage, "inference" | "end_to_end") {
+            // Queueing spreads a query scenario's end to end by design: only its inference is noise.
+            let single = run.scenario.as_ref().is_none_or(|s| s.name == scenario::Kind::SingleStream);
+            if stats.cov > COV_WARNING && (stage == "inference" || (stage == "end_to_end" && single)) {
                 warnings.push(format!(
-                    "batch {batch}: {stage} CoV is {:.1} % (> 1 %): the machine is noisy or not locked; compare with care",
+                    "{title}: {stage} CoV is {:.1} % (> 1 %): the machine is noisy or not locked; compare with care",
                     stats.cov * 100.0
                 ));
             }
         }
-        let ending = run.stream.as_ref().map(|s| s.ending.clone());
-        runs.push(run);
-        if let Some(crate::stream::Ending::Failed(reason)) = ending {
-            warnings.push(format!("batch {batch}: the run stopped early: {reason}"));
-            break;
-        }
-        if config.stop.load(Ordering::Relaxed) {
-            warnings.push(format!("batch {batch}: interrupted; the run covers what was measured until then"));
-            break;
-        }
     }
-    let backend = backend_info.expect("at least one batch ran");
+    if let Some(reason) = &backend.fallback {
+        warnings.push(format!("backend {}: {reason}", backend.requested));
+    }
     // An engine's weights are inside its plan: only its size is known.
     let (file_bytes, weight_bytes) = if model.is_engine() {
         let path = &model.onnx_path;
@@ -190,9 +183,6 @@ pub fn run(
         let facts = inspect::inspect(model)?;
         (facts.file_bytes, facts.weight_bytes.values().sum())
     };
-    if let Some(reason) = &backend.fallback {
-        warnings.push(format!("backend {}: {reason}", backend.requested));
-    }
     Ok(BenchReport {
         schema: report::SCHEMA,
         edgert_version: crate::VERSION,
@@ -225,8 +215,48 @@ pub fn run(
         },
         model_read_ms: ms(model_read),
         runs,
+        peak,
         warnings,
     })
+}
+
+/// Single-stream: each batch size in turn, one iteration at a time (or frames from a source).
+fn single_stream(
+    model: &Model,
+    samples: &[Sample],
+    config: &BenchConfig,
+    probe: &power::PowerProbe,
+    telemetry: &Arc<Telemetry>,
+    progress: &mut dyn FnMut(&Progress),
+) -> Result<(Vec<BatchRun>, BackendInfo, Vec<String>)> {
+    let mut runs = Vec::new();
+    let mut warnings = Vec::new();
+    let mut backend_info = None;
+    for &batch in &config.batches {
+        let selected = backend::select_with(&config.backend, &config.backend_options)?;
+        let options = PrepareOptions { batch, ..config.prepare };
+        let started = Instant::now();
+        let mut pipeline = Pipeline::open(model.clone(), selected, options)?;
+        let load_ms = ms(started.elapsed());
+        backend_info.get_or_insert_with(|| BackendInfo::of(&pipeline));
+        let run = match &config.source {
+            Some(source) => {
+                stream::measure(&mut pipeline, source, config, probe, telemetry, load_ms, progress)?
+            }
+            None => measure(&mut pipeline, samples, config, probe, telemetry, load_ms, progress)?,
+        };
+        let ending = run.stream.as_ref().map(|s| s.ending.clone());
+        runs.push(run);
+        if let Some(crate::stream::Ending::Failed(reason)) = ending {
+            warnings.push(format!("batch {batch}: the run stopped early: {reason}"));
+            break;
+        }
+        if config.stop.load(Ordering::Relaxed) {
+            warnings.push(format!("batch {batch}: interrupted; the run covers what was measured until then"));
+            break;
+        }
+    }
+    Ok((runs, backend_info.expect("at least one batch ran"), warnings))
 }
 
 /// Times of one iteration's stages.
@@ -318,5 +348,6 @@ fn measure(
         end_to_end_cdf_ms: total.curve(),
         stream: None,
         device: report::DeviceStages::from_timings(&device),
+        scenario: Some(scenario::single_stream(&total, batch, elapsed, config.load.latency_bound)),
     })
 }

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::Path;
 
 use super::report::{BatchRun, BenchReport};
+use super::scenario::{self, text::run_title, Kind};
 use crate::metrics::stats::LatencyStats;
 use crate::metrics::telemetry::run::RunTelemetry;
 use crate::{Error, Result};
@@ -36,9 +37,14 @@ pub fn text(report: &BenchReport) -> String {
     out += &format!("model read {:.1} ms\n", report.model_read_ms);
     for run in &report.runs {
         out += &format!(
-            "\nbatch {}: {} iterations in {:.2} s; load {:.1} ms, first inference {:.1} ms, peak RSS {}\n",
-            run.batch,
+            "\n{}: {} {} in {:.2} s; load {:.1} ms, first inference {:.1} ms, peak RSS {}\n",
+            run_title(run.batch, run.scenario.as_ref()),
             run.iterations,
+            if run.scenario.as_ref().is_none_or(|s| s.name == Kind::SingleStream) {
+                "iterations"
+            } else {
+                "batches"
+            },
             run.elapsed_s,
             run.load_ms,
             run.first_inference_ms,
@@ -70,10 +76,16 @@ pub fn text(report: &BenchReport) -> String {
         if let Some(s) = &run.stream {
             out += &stream_line(s);
         }
+        if let Some(s) = &run.scenario {
+            out += &scenario::text::lines(s);
+        }
         out += &power_line(&run.power);
         out += &telemetry_lines(&run.telemetry);
     }
-    if report.runs.len() > 1 {
+    out += &scenario::text::summary(report);
+    let batch_runs =
+        report.runs.iter().filter(|r| r.scenario.as_ref().is_none_or(|s| s.name != Kind::Server)).count();
+    if batch_runs > 1 {
         out += "\nbatch sweep\n  batch   frames/s   p99 end-to-end (ms)   p99 per frame (ms)\n";
         for run in &report.runs {
             let p99 = run.stages.end_to_end.p99_ms;
@@ -119,6 +131,11 @@ const COLUMNS: &[Column] = &[
     ("cov", |_, _, s| s.cov.to_string()),
     ("inferences_per_s", |_, r, _| r.inferences_per_s.to_string()),
     ("frames_per_s", |_, r, _| r.frames_per_s.to_string()),
+    ("scenario", |_, r, _| opt(r.scenario.as_ref().map(|s| s.name.name()))),
+    ("offered_qps", |_, r, _| opt(r.scenario.as_ref().and_then(|s| s.offered_qps))),
+    ("achieved_qps", |_, r, _| opt(r.scenario.as_ref().map(|s| s.achieved_qps))),
+    ("query_p999_ms", |_, r, _| opt(r.scenario.as_ref().map(|s| s.latency_ms.p999_ms))),
+    ("over_bound", |_, r, _| opt(r.scenario.as_ref().and_then(|s| s.over_bound))),
     ("source", |b, r, _| r.stream.as_ref().map_or(String::new(), |_| b.input.clone())),
     ("source_fps", |_, r, _| opt(r.stream.as_ref().and_then(|s| s.source_fps))),
     ("frames_dropped", |_, r, _| {

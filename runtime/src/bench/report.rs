@@ -1,14 +1,14 @@
-//! The bench report, schema `edgert.bench/2` (documented in docs/reports.md and in
-//! `runtime/schema/edgert.bench-2.schema.json`). Change the schema name when a field changes meaning.
+//! The bench report, schema `edgert.bench/3` (documented in docs/reports.md and in
+//! `runtime/schema/edgert.bench-3.schema.json`). Change the schema name when a field changes meaning.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::metrics::host::Host;
 use crate::metrics::provenance::Provenance;
 use crate::metrics::stats::{LatencyStats, Stages};
 use crate::metrics::telemetry::run::RunTelemetry;
 
-pub const SCHEMA: &str = "edgert.bench/2";
+pub const SCHEMA: &str = "edgert.bench/3";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
@@ -27,7 +27,43 @@ pub struct BenchReport {
     /// Reading and checking the model file (sha256, protobuf), once.
     pub model_read_ms: f64,
     pub runs: Vec<BatchRun>,
+    /// `--find-peak`: the highest rate found within the latency bound; null otherwise.
+    pub peak: Option<PeakReport>,
     pub warnings: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeakReport {
+    pub latency_bound_ms: f64,
+    /// The highest offered rate whose p99 stayed within the bound; null if none did.
+    pub qps: Option<f64>,
+    /// The lowest offered rate whose p99 did not; null if none failed.
+    pub failed_at_qps: Option<f64>,
+    /// The search's precision: found when `failed_at_qps / qps - 1` is at most this.
+    pub precision: f64,
+    pub converged: bool,
+    pub steps: usize,
+    /// Each step sent at least this many queries.
+    pub min_queries: usize,
+}
+
+impl PeakReport {
+    pub fn new(
+        peak: crate::bench::load::peak::Peak,
+        bound: std::time::Duration,
+        precision: f64,
+        min_queries: usize,
+    ) -> PeakReport {
+        PeakReport {
+            latency_bound_ms: crate::metrics::stats::ms(bound),
+            qps: peak.qps,
+            failed_at_qps: peak.failed_at,
+            precision,
+            converged: peak.converged(precision),
+            steps: peak.steps,
+            min_queries,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -52,6 +88,18 @@ pub struct BackendInfo {
     pub fallback: Option<String>,
     /// What ran underneath: `tract-onnx 0.23.9`, `ONNX Runtime 1.32.0 (path)`.
     pub version: Option<String>,
+}
+
+impl BackendInfo {
+    /// What a pipeline asked for and what it runs on.
+    pub fn of(pipeline: &crate::pipeline::Pipeline) -> BackendInfo {
+        BackendInfo {
+            requested: pipeline.requested_backend.clone(),
+            name: pipeline.backend.clone(),
+            fallback: pipeline.fallback.clone(),
+            version: pipeline.backend_version.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -90,6 +138,67 @@ pub struct BatchRun {
     /// On a GPU backend: inference split as trtexec splits it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<DeviceStages>,
+    /// How the work was sent (`--scenario`) and each query's latency from its arrival; null with
+    /// `--source`, where the stream section says how frames came.
+    pub scenario: Option<ScenarioRun>,
+}
+
+/// The scenarios by name, as `--scenario` takes them and reports write them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    SingleStream,
+    MultiStream,
+    Offline,
+    Server,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::SingleStream => "single-stream",
+            Kind::MultiStream => "multi-stream",
+            Kind::Offline => "offline",
+            Kind::Server => "server",
+        }
+    }
+}
+
+/// A run's scenario: how its queries were sent and what their latencies were.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScenarioRun {
+    pub name: Kind,
+    /// `on completion` (single-stream), `all at once`, `every N ms`, `poisson, seed N`, `replay of FILE`.
+    pub arrivals: String,
+    pub queries: usize,
+    /// Queries not served because the run was stopped.
+    pub unserved: usize,
+    pub samples_per_query: usize,
+    pub workers: usize,
+    pub max_batch: usize,
+    pub max_queue_delay_ms: f64,
+    /// The rate queries were sent at; null where they were not sent at a rate.
+    pub offered_qps: Option<f64>,
+    /// Queries served per second, from the first arrival to the last completion.
+    pub achieved_qps: f64,
+    /// Each query's latency, from its scheduled arrival to its completion.
+    pub latency_ms: super::load::tail::Tail,
+    /// From arrival until a worker took the query; null for single-stream (no queue).
+    pub queue_ms: Option<super::load::tail::Tail>,
+    /// How many batches of each size were served.
+    pub batch_sizes: Vec<BatchCount>,
+    pub latency_bound_ms: Option<f64>,
+    /// The share of queries over the bound (0.01 is 1 %).
+    pub over_bound: Option<f64>,
+    /// Multi-stream: the interval a query should finish within, and how many did not.
+    pub interval_ms: Option<f64>,
+    pub missed_intervals: Option<usize>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq)]
+pub struct BatchCount {
+    pub size: usize,
+    pub batches: usize,
 }
 
 /// Inference on a GPU, per stage: host-to-device copies, GPU compute and device-to-host copies
@@ -140,7 +249,7 @@ mod tests {
         let stages = DeviceStages::from_timings(&timings).unwrap();
         assert_eq!((stages.h2d.min_ms, stages.h2d.max_ms), (0.1, 0.4));
         assert_eq!((stages.compute.p50_ms, stages.compute.cov), (2.0, 0.0));
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/edgert.bench-2.schema.json");
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("schema/edgert.bench-3.schema.json");
         let schema: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
         let device = serde_json::json!({ "$defs": schema["$defs"], "$ref": "#/$defs/device" });
         let validator = jsonschema::validator_for(&device).unwrap();

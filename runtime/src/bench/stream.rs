@@ -61,6 +61,7 @@ pub fn measure(
         stream: Some(run.stats),
         // The pipeline's inference thread owns the session; its GPU stages are not collected yet.
         device: None,
+        scenario: None,
     })
 }
 

@@ -51,6 +51,21 @@ impl BackendFlags {
         PrepareOptions { batch: 1, threads, memory }
     }
 
+    /// Whether `--threads` past the CPUs is taken as given.
+    pub fn force_threads(&self) -> bool {
+        self.force_threads
+    }
+
+    /// Whether `backend` runs on this machine's CPUs with these flags (cpu, or ort's CPU provider).
+    pub fn on_cpu(&self, backend: &str) -> bool {
+        match backend {
+            "cpu" => true,
+            #[cfg(feature = "ort")]
+            "ort" => self.ort.ort_provider == Provider::Cpu,
+            _ => false,
+        }
+    }
+
     pub fn options(&self) -> BackendOptions {
         BackendOptions {
             #[cfg(feature = "ort")]

@@ -29,6 +29,8 @@ pub struct BenchArgs {
     #[arg(long, value_delimiter = ',', default_value = "1")]
     batch: Vec<usize>,
     #[command(flatten)]
+    scenario: super::scenario_args::ScenarioArgs,
+    #[command(flatten)]
     timing: TimingArgs,
     /// An image, a folder of images, an .npz tensor set, or `synthetic`.
     #[arg(long, default_value = "synthetic", value_name = "PATH|synthetic", conflicts_with = "source")]
@@ -36,7 +38,7 @@ pub struct BenchArgs {
     /// With --source, each stage runs on its own thread and end to end is glass to glass.
     #[command(flatten)]
     source: super::source_args::SourceArgs,
-    /// Also write the report as JSON (schema edgert.bench/2).
+    /// Also write the report as JSON (schema edgert.bench/3).
     #[arg(long, value_name = "FILE")]
     json: Option<PathBuf>,
     /// Also write one CSV row per batch size and stage.
@@ -55,11 +57,20 @@ impl BenchArgs {
         }
         let timing = self.timing.settings()?;
         let sensing = self.power.settings()?;
+        let prepare = self.backend_flags.prepare();
+        let (scenario, load) = self.scenario.settings(&super::scenario_args::Context {
+            batches: &self.batch,
+            duration: timing.duration,
+            source: self.source.source.is_some(),
+            threads: prepare.threads,
+            on_cpu: self.backend_flags.on_cpu(&self.backend),
+            force_threads: self.backend_flags.force_threads(),
+        })?;
         Ok(BenchConfig {
             backend: self.backend.clone(),
             backend_options: self.backend_flags.options(),
             batches: self.batch.clone(),
-            prepare: self.backend_flags.prepare(),
+            prepare,
             warmup: timing.warmup,
             duration: timing.duration,
             min_iterations: timing.min_iterations,
@@ -70,6 +81,8 @@ impl BenchArgs {
                 stream: self.source.stream(),
             }),
             sensing,
+            scenario,
+            load,
             stop,
         })
     }

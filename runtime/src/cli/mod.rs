@@ -17,6 +17,7 @@ mod prometheus;
 mod report;
 mod run;
 mod run_source;
+mod scenario_args;
 mod source_args;
 mod tune;
 mod validate;
@@ -47,7 +48,7 @@ enum Command {
     /// Run a model on an image, a folder of images or an .npz tensor set; print predictions.
     Run(run::RunArgs),
     /// Measure latency per stage, throughput and memory, for one or more batch sizes.
-    Bench(bench::BenchArgs),
+    Bench(Box<bench::BenchArgs>),
     /// Record raw frames from a source (synthetic, images, a recording) with their timestamps.
     Capture(capture::CaptureArgs),
     /// Show a model's inputs, outputs, operators, parameters, MACs, precision and sparsity.
@@ -132,7 +133,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Run(args) => run::main(args),
-        Command::Bench(args) => bench::main(args),
+        Command::Bench(args) => bench::main(*args),
         Command::Capture(args) => capture::main(args),
         Command::Inspect(args) => inspect::main(args),
         Command::Info(args) => info::main(args),

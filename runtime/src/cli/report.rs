@@ -20,7 +20,7 @@ pub struct ReportArgs {
 enum ReportCommand {
     /// One table across boards and runs: markdown on stdout, optionally CSV.
     Merge {
-        /// Bench reports (`bench --json`, edgert.bench/2), and doctor results (`doctor --json`,
+        /// Bench reports (`bench --json`, edgert.bench/3 or /2), and doctor results (`doctor --json`,
         /// edgert.doctor/1) listed in a table of their own.
         #[arg(required = true, value_name = "FILES")]
         files: Vec<PathBuf>,

@@ -115,12 +115,20 @@ impl Latencies {
         (0..=100).map(|p| self.percentile(f64::from(p))).collect()
     }
 
+    /// The share of latencies over `ms`, to the histogram's precision.
+    pub fn share_above(&self, ms: f64) -> f64 {
+        if self.count == 0 {
+            return 0.0;
+        }
+        1.0 - self.histogram.quantile_below((ms * NS_PER_MS).round().max(1.0) as u64)
+    }
+
     /// Within the exact minimum and maximum, which the histogram's buckets would round.
-    fn percentile(&self, p: f64) -> f64 {
+    pub fn percentile(&self, p: f64) -> f64 {
         match p {
             0.0 => self.min,
             100.0 => self.max,
-            _ => (self.histogram.value_at_quantile(p / 100.0) as f64 / NS_PER_MS).clamp(self.min, self.max),
+            _ => (self.histogram.value_at_quantile(quantile(p)) as f64 / NS_PER_MS).clamp(self.min, self.max),
         }
     }
 }
@@ -139,8 +147,15 @@ pub fn percentile_curve(samples: &[f64]) -> Vec<f64> {
 /// Nearest-rank percentile of sorted samples: the smallest value with at least p % of samples
 /// at or below it. Always one of the measured values.
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
+    let rank = (quantile(p) * sorted.len() as f64).ceil() as usize;
     sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+/// Percentile `p` as a fraction, a hair less, so a rank that is whole on paper stays whole: 99.9 %
+/// of 1000 is 999.0000000000001 in floating point, which rounds up to rank 1000. The histogram
+/// ranks the same way (`value_at_quantile` rounds up too), so both agree.
+fn quantile(p: f64) -> f64 {
+    p / 100.0 * (1.0 - 1e-12)
 }
 
 /// Latency per stage of the pipeline (bench reports, camera runs), as written and read back.

@@ -131,6 +131,24 @@ impl Model {
         shape
     }
 
+    /// Refuses a batch the model's input cannot take: a batch dimension fixed at another size.
+    /// `asked` is what asked for it, for the error: `--batch 4`.
+    pub fn check_batch(&self, batch: usize, asked: &str) -> Result<()> {
+        let name = &self.manifest.input.name;
+        let fixed =
+            self.inputs.iter().find(|t| &t.name == name).and_then(|t| t.shape.first().copied().flatten());
+        match fixed {
+            Some(n) if n != batch => Err(Error::input(
+                self.source_path(),
+                format!(
+                    "input '{name}' has a fixed batch of {n}, so {asked} cannot run: export the model with a \
+                     dynamic batch (torch.onnx.export's dynamic_axes)"
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
     /// Refuses a batch whose input (as f32, how edgert holds it) would take more than `limit`.
     pub fn check_input_memory(&self, batch: usize, limit: crate::limits::MemoryLimit) -> Result<()> {
         let shape = self.input_shape(batch);

@@ -1,4 +1,5 @@
-//! `report compare`: every figure of two reports, batch by batch, with its change. A change smaller
+//! `report compare`: every figure of two reports, run by run (matched by batch, or by scenario and
+//! offered load), with its change. A change smaller
 //! than the runs' own spread (the larger end-to-end CoV of the two runs) is marked as noise: a
 //! 2 % "gain" on a run whose iterations vary by 5 % says nothing.
 
@@ -28,6 +29,8 @@ pub enum Verdict {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Change {
+    /// The run: `batch 4`, `server at 50.0 QPS, max batch 4`.
+    pub run: String,
     pub batch: usize,
     pub metric: &'static str,
     pub unit: &'static str,
@@ -46,7 +49,7 @@ pub struct Comparison {
     /// Differences between the two that make the comparison less direct (model, board, backend).
     pub notes: Vec<String>,
     pub changes: Vec<Change>,
-    /// Batch sizes measured on one side only.
+    /// Runs (batch sizes, offered loads) measured on one side only.
     pub unmatched_batches: Vec<String>,
 }
 
@@ -59,7 +62,7 @@ struct Metric {
     value: fn(&Run) -> Option<f64>,
 }
 
-const METRICS: [Metric; 12] = [
+const METRICS: [Metric; 15] = [
     Metric {
         name: "min",
         unit: "ms",
@@ -103,11 +106,32 @@ const METRICS: [Metric; 12] = [
         value: |r| Some(r.stages.end_to_end.p99_ms),
     },
     Metric {
+        name: "p99.9",
+        unit: "ms",
+        better: Better::Lower,
+        noisy: true,
+        value: |r| r.scenario.as_ref().map(|s| s.latency_ms.p999_ms),
+    },
+    Metric {
         name: "max",
         unit: "ms",
         better: Better::Lower,
         noisy: true,
         value: |r| Some(r.stages.end_to_end.max_ms),
+    },
+    Metric {
+        name: "achieved QPS",
+        unit: "1/s",
+        better: Better::Higher,
+        noisy: true,
+        value: |r| r.scenario.as_ref().filter(|_| r.is_server()).map(|s| s.achieved_qps),
+    },
+    Metric {
+        name: "over bound",
+        unit: "%",
+        better: Better::Lower,
+        noisy: false,
+        value: |r| r.scenario.as_ref().and_then(|s| s.over_bound).map(|o| o * 100.0),
     },
     Metric {
         name: "inferences/s",
@@ -158,17 +182,21 @@ pub fn compare(before: &BenchFile, after: &BenchFile) -> Comparison {
     let mut changes = Vec::new();
     let mut unmatched = Vec::new();
     for b in &before.runs {
-        let Some(a) = after.runs.iter().find(|a| a.batch == b.batch) else {
-            unmatched.push(format!("batch {} only in {}", b.batch, before.path.display()));
+        let Some(a) = after.runs.iter().find(|a| a.title() == b.title()) else {
+            unmatched.push(format!("{} only in {}", b.title(), before.path.display()));
             continue;
         };
         let spread = b.stages.end_to_end.cov.max(a.stages.end_to_end.cov);
         for m in &METRICS {
-            changes.push(change(b.batch, m, (m.value)(b), (m.value)(a), m.noisy.then_some(spread)));
+            let (before, after) = ((m.value)(b), (m.value)(a));
+            // A figure neither run has (p99.9 of a report before scenarios) is no change to show.
+            if before.is_some() || after.is_some() {
+                changes.push(change(b, m, before, after, m.noisy.then_some(spread)));
+            }
         }
     }
-    for a in after.runs.iter().filter(|a| !before.runs.iter().any(|b| b.batch == a.batch)) {
-        unmatched.push(format!("batch {} only in {}", a.batch, after.path.display()));
+    for a in after.runs.iter().filter(|a| !before.runs.iter().any(|b| b.title() == a.title())) {
+        unmatched.push(format!("{} only in {}", a.title(), after.path.display()));
     }
     Comparison {
         before: before.path.display().to_string(),
@@ -182,7 +210,7 @@ pub fn compare(before: &BenchFile, after: &BenchFile) -> Comparison {
 /// A change smaller than this, in percent, is no change: below what any run repeats to.
 const SAME_PCT: f64 = 0.5;
 
-fn change(batch: usize, m: &Metric, before: Option<f64>, after: Option<f64>, spread: Option<f64>) -> Change {
+fn change(run: &Run, m: &Metric, before: Option<f64>, after: Option<f64>, spread: Option<f64>) -> Change {
     let change_pct = match (before, after) {
         (Some(b), Some(a)) if b != 0.0 => Some((a - b) / b * 100.0),
         (Some(b), Some(a)) if a == b => Some(0.0),
@@ -196,7 +224,8 @@ fn change(batch: usize, m: &Metric, before: Option<f64>, after: Option<f64>, spr
         Some(_) => Verdict::Worse,
     };
     Change {
-        batch,
+        run: run.title(),
+        batch: run.batch,
         metric: m.name,
         unit: m.unit,
         before,
@@ -213,13 +242,13 @@ pub fn text(c: &Comparison) -> String {
         out += &format!("note: {note}\n");
     }
     let num = |v: Option<f64>| v.map_or("n/a".to_string(), |v| format!("{v:.3}"));
-    let mut batch = None;
+    let mut run = None;
     for ch in &c.changes {
-        if batch != Some(ch.batch) {
-            batch = Some(ch.batch);
+        if run != Some(&ch.run) {
+            run = Some(&ch.run);
             out += &format!(
-                "\nbatch {}\n  {:<18} {:>12} {:>12} {:>9} {:>8}  verdict\n",
-                ch.batch, "figure", "before", "after", "change", "spread"
+                "\n{}\n  {:<18} {:>12} {:>12} {:>9} {:>8}  verdict\n",
+                ch.run, "figure", "before", "after", "change", "spread"
             );
         }
         out += &format!(

@@ -33,10 +33,15 @@ pub struct Row {
     pub precision: String,
     pub backend: String,
     pub threads: usize,
+    /// `single-stream` for reports before scenarios.
+    pub scenario: &'static str,
     pub batch: usize,
+    /// The server's and multi-stream's offered rate; null for the others.
+    pub offered_qps: Option<f64>,
     pub p50_ms: f64,
     pub p90_ms: f64,
     pub p99_ms: f64,
+    pub p999_ms: Option<f64>,
     pub cov: f64,
     pub frames_per_s: f64,
     pub peak_rss_mib: Option<f64>,
@@ -60,10 +65,13 @@ pub fn rows(files: &[BenchFile]) -> Vec<Row> {
                     precision: f.precision.clone(),
                     backend: f.backend.clone(),
                     threads: f.threads,
+                    scenario: run.scenario.as_ref().map_or("single-stream", |s| s.name.name()),
                     batch: run.batch,
+                    offered_qps: run.scenario.as_ref().and_then(|s| s.offered_qps),
                     p50_ms: e2e.p50_ms,
                     p90_ms: e2e.p90_ms,
                     p99_ms: e2e.p99_ms,
+                    p999_ms: run.scenario.as_ref().map(|s| s.latency_ms.p999_ms),
                     cov: e2e.cov,
                     frames_per_s: run.frames_per_s,
                     peak_rss_mib: run.peak_rss_bytes.map(|b| b as f64 / 1_048_576.0),
@@ -78,12 +86,12 @@ pub fn rows(files: &[BenchFile]) -> Vec<Row> {
 pub fn markdown(rows: &[Row]) -> String {
     let opt = |v: Option<f64>, digits: usize| v.map_or("n/a".to_string(), |v| format!("{v:.digits$}"));
     let mut out = String::from(
-        "| board | L4T | power mode | model | precision | backend | threads | batch | p50 ms | p90 ms | p99 ms | CoV | frames/s | peak RSS MiB | power W | mJ/inference |\n\
-         |---|---|---|---|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+        "| board | L4T | power mode | model | precision | backend | threads | scenario | batch | offered QPS | p50 ms | p90 ms | p99 ms | p99.9 ms | CoV | frames/s | peak RSS MiB | power W | mJ/inference |\n\
+         |---|---|---|---|---|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
     );
     for r in rows {
         out += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {:.1} % | {:.1} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.3} | {:.3} | {:.3} | {} | {:.1} % | {:.1} | {} | {} | {} |\n",
             r.board.replace('|', "/"),
             r.l4t,
             r.power_mode.replace('|', "/"),
@@ -91,10 +99,13 @@ pub fn markdown(rows: &[Row]) -> String {
             r.precision,
             r.backend,
             r.threads,
+            r.scenario,
             r.batch,
+            opt(r.offered_qps, 1),
             r.p50_ms,
             r.p90_ms,
             r.p99_ms,
+            opt(r.p999_ms, 3),
             r.cov * 100.0,
             r.frames_per_s,
             opt(r.peak_rss_mib, 1),

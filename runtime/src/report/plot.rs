@@ -1,5 +1,6 @@
 //! `report plot`: one SVG with the end-to-end latency CDF of every run overlaid, and frames/s and
-//! p99 latency against batch size, one line per report.
+//! p99 latency against batch size, one line per report. Server reports (`bench --scenario
+//! server`) get their own chart instead: p99 and p50 against offered QPS, the bound and the knee.
 
 use std::path::Path;
 
@@ -10,8 +11,15 @@ use crate::{Error, Result};
 
 pub fn write_svg(files: &[BenchFile], path: &Path) -> Result<()> {
     let fail = |reason: String| Error::Write { path: path.to_owned(), reason };
+    let servers = files.iter().filter(|f| f.runs.iter().any(Run::is_server)).count();
+    if servers > 0 && servers < files.len() {
+        return Err(Error::Usage(
+            "plot server reports (bench --scenario server) apart from the others: their x axis is the offered load, not the batch".into(),
+        ));
+    }
     let mut svg = String::new();
-    draw(files, &mut svg).map_err(|e| fail(e.to_string()))?;
+    let drawn = if servers > 0 { draw_server(files, &mut svg) } else { draw(files, &mut svg) };
+    drawn.map_err(|e| fail(e.to_string()))?;
     crate::outfile::write_atomically(path, |file| std::io::Write::write_all(file, svg.as_bytes()))
         .map_err(|e| fail(e.to_string()))
 }
@@ -100,6 +108,119 @@ fn draw(files: &[BenchFile], svg: &mut String) -> std::result::Result<(), Box<dy
     };
     sweep(&left, "throughput against batch size", "frames/s", |r| r.frames_per_s)?;
     sweep(&right, "p99 end-to-end latency against batch size", "p99 (ms)", |r| r.stages.end_to_end.p99_ms)?;
+    root.present()?;
+    Ok(())
+}
+
+/// A server report's points: (offered QPS, p50, p99) in order of load.
+fn load_points(file: &BenchFile) -> Vec<(f64, f64, f64)> {
+    let mut points: Vec<_> = file
+        .runs
+        .iter()
+        .filter_map(|r| r.scenario.as_ref())
+        .filter_map(|s| Some((s.offered_qps?, s.latency_ms.p50_ms, s.latency_ms.p99_ms)))
+        .collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points
+}
+
+/// Where the report's p99 leaves its bound: the peak `--find-peak` found, else the highest
+/// offered rate whose p99 is within the bound.
+fn knee(file: &BenchFile) -> Option<(f64, f64)> {
+    if let Some(qps) = file.peak.as_ref().and_then(|p| p.qps) {
+        return load_points(file).into_iter().find(|p| p.0 == qps).map(|p| (p.0, p.2));
+    }
+    let bound = file.runs.iter().find_map(|r| r.scenario.as_ref()?.latency_bound_ms)?;
+    load_points(file).into_iter().filter(|p| p.2 <= bound).map(|p| (p.0, p.2)).next_back()
+}
+
+fn draw_server(files: &[BenchFile], svg: &mut String) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    let root = SVGBackend::with_string(svg, (1100, 650)).into_drawing_area();
+    root.fill(&WHITE)?;
+    let labels: Vec<String> = unique_labels(files)
+        .into_iter()
+        .zip(files)
+        .map(|(label, file)| match file.runs.iter().find_map(|r| r.scenario.as_ref()) {
+            Some(s) => format!(
+                "{label} · max batch {}, delay {} ms, {} worker(s)",
+                s.max_batch, s.max_queue_delay_ms, s.workers
+            ),
+            None => label,
+        })
+        .collect();
+    let bounds: Vec<f64> = files
+        .iter()
+        .filter_map(|f| f.runs.iter().find_map(|r| r.scenario.as_ref()?.latency_bound_ms))
+        .collect();
+    let points: Vec<_> = files.iter().map(load_points).collect();
+    let max_qps = points.iter().flatten().map(|p| p.0).fold(1e-3, f64::max) * 1.05;
+    let highest = points.iter().flatten().map(|p| p.2).chain(bounds.iter().copied()).fold(1e-3, f64::max);
+    // Past the knee p99 runs away: the scale stops at 4x the highest bound so the knee stays
+    // legible, and points above it are drawn at the top edge.
+    let ceiling = bounds.iter().copied().fold(f64::NAN, f64::max) * 4.0;
+    let clipped = highest > ceiling;
+    let max_ms = if clipped { ceiling } else { highest } * 1.15;
+    let points: Vec<Vec<_>> = points
+        .into_iter()
+        .map(|ps| ps.into_iter().map(|p| (p.0, p.1.min(max_ms), p.2.min(max_ms))).collect())
+        .collect();
+    let caption = format!(
+        "latency against offered load (p99 solid, p50 dashed; from each query's arrival){}",
+        if clipped { "; clipped at 4x the bound" } else { "" }
+    );
+    let mut chart = ChartBuilder::on(&root)
+        .caption(caption, ("sans-serif", 18))
+        .margin(15)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..max_qps, 0.0..max_ms)?;
+    chart.configure_mesh().x_desc("offered load (queries/s)").y_desc("latency (ms)").draw()?;
+    for (i, ((file, label), points)) in files.iter().zip(&labels).zip(&points).enumerate() {
+        let colour = Palette99::pick(i).to_rgba();
+        chart
+            .draw_series(LineSeries::new(points.iter().map(|p| (p.0, p.2)), colour.stroke_width(2)))?
+            .label(label.as_str())
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], colour.stroke_width(2)));
+        chart.draw_series(points.iter().map(|p| Circle::new((p.0, p.2), 3, colour.filled())))?;
+        chart.draw_series(DashedLineSeries::new(
+            points.iter().map(|p| (p.0, p.1)),
+            6,
+            4,
+            colour.stroke_width(1),
+        ))?;
+        if let Some((qps, p99)) = knee(file) {
+            chart.draw_series([Circle::new((qps, p99), 8, colour.stroke_width(2))])?;
+            chart.draw_series([Text::new(
+                format!("knee {qps:.0} QPS"),
+                (qps, p99 + max_ms * 0.03),
+                ("sans-serif", 13),
+            )])?;
+        }
+    }
+    let mut drawn_bounds: Vec<f64> = Vec::new();
+    for bound in bounds {
+        if !drawn_bounds.contains(&bound) {
+            drawn_bounds.push(bound);
+            chart.draw_series(DashedLineSeries::new(
+                [(0.0, bound), (max_qps, bound)],
+                10,
+                5,
+                RED.stroke_width(1),
+            ))?;
+            chart.draw_series([Text::new(
+                format!("p99 bound {bound} ms"),
+                (max_qps * 0.01, bound + max_ms * 0.01),
+                ("sans-serif", 12),
+            )])?;
+        }
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 12))
+        .draw()?;
     root.present()?;
     Ok(())
 }

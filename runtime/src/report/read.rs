@@ -1,11 +1,14 @@
-//! Reading bench reports back: schema `edgert.bench/2` only, and only the fields the tables and
-//! plots use. A report of another schema is refused by name rather than half-read.
+//! Reading bench reports back: schemas `edgert.bench/3` and `/2` (which has no scenario
+//! sections: its runs are single-stream), and only the fields the tables and plots use. A report
+//! of another schema is refused by name rather than half-read.
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use crate::bench::report::SCHEMA;
+use crate::bench::report::{PeakReport, SCHEMA};
+use crate::bench::scenario::text::run_title;
+use crate::bench::scenario::{Kind, ScenarioRun};
 use crate::metrics::stats::Stages;
 use crate::{Error, Result};
 
@@ -24,7 +27,12 @@ pub struct BenchFile {
     /// Intra-op threads (`--threads`).
     pub threads: usize,
     pub runs: Vec<Run>,
+    /// `--find-peak`'s result.
+    pub peak: Option<PeakReport>,
 }
+
+/// The schema before scenarios, still read.
+const SCHEMA_2: &str = "edgert.bench/2";
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Run {
@@ -38,6 +46,20 @@ pub struct Run {
     /// Absent in reports written before it was added; plots then use the percentiles.
     #[serde(default)]
     pub end_to_end_cdf_ms: Vec<f64>,
+    /// Absent in `edgert.bench/2` and with `--source`.
+    #[serde(default)]
+    pub scenario: Option<ScenarioRun>,
+}
+
+impl Run {
+    /// What the run is called, and what `report compare` matches runs by.
+    pub fn title(&self) -> String {
+        run_title(self.batch, self.scenario.as_ref())
+    }
+
+    pub fn is_server(&self) -> bool {
+        self.scenario.as_ref().is_some_and(|s| s.name == Kind::Server)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -54,6 +76,8 @@ struct RawFile {
     backend: RawBackend,
     threads: usize,
     runs: Vec<Run>,
+    #[serde(default)]
+    peak: Option<PeakReport>,
 }
 
 /// Where a report ran, as bench and doctor reports both write it.
@@ -88,11 +112,11 @@ impl BenchFile {
 
     pub(super) fn from_value(path: &Path, value: serde_json::Value) -> Result<BenchFile> {
         match value.get("schema").and_then(|s| s.as_str()) {
-            Some(SCHEMA) => {}
+            Some(SCHEMA | SCHEMA_2) => {}
             Some(other) => {
                 return Err(Error::input(
                     path,
-                    format!("schema '{other}' is not {SCHEMA}, the one this edgert reads; rerun the bench with this edgert"),
+                    format!("schema '{other}' is not {SCHEMA} (or {SCHEMA_2}), the schemas this edgert reads; rerun the bench with this edgert"),
                 ))
             }
             None => return Err(Error::input(path, format!("no 'schema' field: not an {SCHEMA} bench report"))),
@@ -117,6 +141,7 @@ impl BenchFile {
             backend: printable(raw.backend.name),
             threads: raw.threads,
             runs: raw.runs,
+            peak: raw.peak,
         })
     }
 
@@ -145,6 +170,16 @@ fn check_latencies(run: &Run) -> std::result::Result<(), String> {
         let values = [s.min_ms, s.mean_ms, s.p50_ms, s.p90_ms, s.p95_ms, s.p99_ms, s.max_ms, s.cov];
         if let Some(v) = values.iter().find(|v| !(v.is_finite() && **v >= 0.0)) {
             return Err(format!("{stage} has a latency of {v}: not a duration"));
+        }
+    }
+    if let Some(s) = &run.scenario {
+        let rates = [Some(s.achieved_qps), s.offered_qps, s.over_bound, s.latency_bound_ms];
+        let figures = s.latency_ms.values().into_iter().map(Some).chain(rates);
+        if let Some(v) = figures.flatten().find(|v| !(v.is_finite() && *v >= 0.0)) {
+            return Err(format!(
+                "the {} scenario has a figure of {v}: not a latency or a rate",
+                s.name.name()
+            ));
         }
     }
     Ok(())

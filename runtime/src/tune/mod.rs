@@ -146,6 +146,8 @@ pub fn tune(
                     input: config.bench_input.clone(),
                     source: None,
                     sensing: config.sensing.clone(),
+                    scenario: bench::scenario::Scenario::SingleStream,
+                    load: bench::scenario::Load::default(),
                     stop: config.stop.clone(),
                 },
                 &mut |_: &Progress| {},

@@ -171,7 +171,7 @@ pub fn copy_tree(from: &Path, to: &Path) {
 /// The bench report's JSON Schema.
 pub fn schema() -> jsonschema::Validator {
     let text =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/edgert.bench-2.schema.json"))
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/schema/edgert.bench-3.schema.json"))
             .unwrap();
     jsonschema::validator_for(&serde_json::from_str(&text).unwrap()).unwrap()
 }
