@@ -236,7 +236,7 @@ fn find_peak_finds_the_rate_where_the_tail_meets_the_bound() {
     }
     let truth = lo;
     let stop = AtomicBool::new(false);
-    let search = peak::Search { start_qps: 100.0, precision, max_steps: 24 };
+    let search = peak::Search { start_qps: 100.0, precision, max_steps: 24, min_qps: 1.0 };
     let found = peak::find(search, |qps| {
         let queries = poisson(qps, count, seed);
         let record = serve(&queries, one_at_a_time(), &mut [Known::new(service_s * 1e3, 0.0)], &stop)?;
@@ -469,10 +469,13 @@ fn bad_load_settings_are_one_line_errors() {
         (with(&["--qps", "10", "--latency-bound-ms", "0"]), "--latency-bound-ms must be above 0"),
         (with(&["--qps", "10", "--latency-bound-ms=-3"]), "--latency-bound-ms -3 is not a number in"),
         (with(&["--qps", "10", "--max-queue-delay-ms=-1"]), "--max-queue-delay-ms -1 is not a number in"),
-        (with(&["--qps", "10", "--max-batch", "0"]), "--max-batch must be at least 1"),
-        (with(&["--qps", "10", "--workers", "0"]), "--workers must be at least 1"),
+        (with(&["--qps", "10", "--max-batch", "0"]), "--max-batch must be in [1, 64]"),
+        (with(&["--qps", "10", "--max-batch", "100000"]), "--max-batch must be in [1, 64]"),
+        (with(&["--qps", "10", "--workers", "0"]), "--workers must be in [1, 64]"),
+        (with(&["--qps", "10", "--workers", "18446744073709551615"]), "--workers must be in [1, 64]"),
         (with(&["--qps", "10", "--min-queries", "0"]), "--min-queries must be in"),
         (with(&["--qps", "1000000", "--duration-s", "100"]), "more than the 2000000 one run keeps"),
+        (with(&["--qps", "0.001"]), "at 0.001 queries/s, 1000 queries take 1000000 s, more than a day"),
         (with(&[]), "needs --qps RATES, --arrivals FILE or --find-peak"),
         (with(&["--find-peak"]), "--find-peak needs --latency-bound-ms"),
         (with(&["--find-peak", "--latency-bound-ms", "5", "--qps", "1,2"]), "takes one --qps"),

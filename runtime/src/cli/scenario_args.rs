@@ -10,6 +10,11 @@ use crate::bench::scenario::{Kind, Load, PeakSearch, Scenario, Server, ServerArr
 use crate::limits::{self, MAX_QUERIES};
 use crate::Error;
 
+/// Workers, each with its own sessions and thread: past this it is a mistake, not a machine.
+const MAX_WORKERS: usize = 64;
+/// A worker compiles one session per batch size up to the max batch.
+const MAX_DYNAMIC_BATCH: usize = 64;
+
 /// MLPerf's scenarios: how queries are sent, and what is measured.
 #[derive(Args, Clone)]
 pub struct ScenarioArgs {
@@ -73,8 +78,8 @@ impl ScenarioArgs {
     pub fn settings(&self, context: &Context) -> Result<(Scenario, Load), Error> {
         self.only_for()?;
         let workers = self.workers.unwrap_or(1);
-        if workers == 0 {
-            return Err(usage("--workers must be at least 1"));
+        if !(1..=MAX_WORKERS).contains(&workers) {
+            return Err(usage(format!("--workers must be in [1, {MAX_WORKERS}]")));
         }
         let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
         if context.on_cpu && workers * context.threads > cpus && !context.force_threads {
@@ -112,7 +117,7 @@ impl ScenarioArgs {
                     return Err(usage("--samples-per-query must be at least 1"));
                 }
                 let interval = positive_ms("--interval-ms", self.interval_ms.unwrap_or(50.0))?;
-                check_count(context.duration.as_secs_f64() / interval.as_secs_f64())?;
+                check_run(1.0 / interval.as_secs_f64(), context.duration, min_queries)?;
                 Scenario::MultiStream { samples, interval }
             }
             Kind::Server => Scenario::Server(self.server(context, &load, batch_is_default)?),
@@ -125,8 +130,10 @@ impl ScenarioArgs {
             return Err(usage("--batch is not the server's: it batches dynamically, up to --max-batch"));
         }
         let max_batch = self.max_batch.unwrap_or(1);
-        if max_batch == 0 {
-            return Err(usage("--max-batch must be at least 1"));
+        if !(1..=MAX_DYNAMIC_BATCH).contains(&max_batch) {
+            return Err(usage(format!(
+                "--max-batch must be in [1, {MAX_DYNAMIC_BATCH}]: each worker holds a session for every batch size up to it"
+            )));
         }
         let delay = limits::MILLISECONDS
             .check("--max-queue-delay-ms", self.max_queue_delay_ms.unwrap_or(0.0))
@@ -135,7 +142,7 @@ impl ScenarioArgs {
         let mut qps = Vec::with_capacity(self.qps.len());
         for &rate in &self.qps {
             qps.push(limits::QPS.check("--qps", rate).map_err(|e| usage(e.to_string()))?);
-            check_count(rate * context.duration.as_secs_f64())?;
+            check_run(rate, context.duration, load.min_queries)?;
         }
         let find_peak = if self.find_peak {
             if load.latency_bound.is_none() {
@@ -205,15 +212,25 @@ fn positive_ms(flag: &str, value: f64) -> Result<Duration, Error> {
     Ok(Duration::from_secs_f64(ms / 1e3))
 }
 
-/// A run of this many queries must fit in memory.
-fn check_count(queries: f64) -> Result<(), Error> {
+/// A run at `qps` must fit in memory (its queries are kept) and end within a day.
+fn check_run(qps: f64, duration: Duration, min_queries: usize) -> Result<(), Error> {
+    let queries = (qps * duration.as_secs_f64()).max(min_queries as f64);
     if queries > MAX_QUERIES as f64 {
         return Err(usage(format!(
             "that run would send {queries:.0} queries, more than the {MAX_QUERIES} one run keeps: lower --duration-s"
         )));
     }
+    let span_s = queries / qps;
+    if span_s > DAY_S {
+        return Err(usage(format!(
+            "at {} queries/s, {queries:.0} queries take {span_s:.0} s, more than a day: raise the rate or lower --min-queries",
+            limits::short(qps)
+        )));
+    }
     Ok(())
 }
+
+const DAY_S: f64 = 86_400.0;
 
 fn usage(message: impl Into<String>) -> Error {
     Error::Usage(message.into())

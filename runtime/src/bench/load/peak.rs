@@ -15,6 +15,9 @@ pub struct Search {
     pub precision: f64,
     /// Steps at most, doubling and halving included.
     pub max_steps: usize,
+    /// Halving stops below this rate: where nothing passes, the bound is under what the model
+    /// can do at any load, and slower rates only take longer to say so.
+    pub min_qps: f64,
 }
 
 /// Where the search ended.
@@ -52,6 +55,7 @@ pub fn find(search: Search, mut step: impl FnMut(f64) -> Result<bool>) -> Result
         qps = match (peak.qps, peak.failed_at) {
             (Some(pass), Some(fail)) => (pass * fail).sqrt(),
             (Some(pass), None) => pass * 2.0,
+            (None, Some(fail)) if fail / 2.0 < search.min_qps => break,
             (None, Some(fail)) => fail / 2.0,
             (None, None) => unreachable!("a step ran"),
         };
@@ -66,7 +70,7 @@ mod tests {
     #[test]
     fn finds_a_known_threshold_within_the_precision_from_either_side() {
         for (start, capacity) in [(1.0, 137.0), (1000.0, 137.0), (137.0, 137.0), (5.0, 5.01)] {
-            let search = Search { start_qps: start, precision: 0.02, max_steps: 40 };
+            let search = Search { start_qps: start, precision: 0.02, max_steps: 40, min_qps: 0.0 };
             let mut tried = Vec::new();
             let peak = find(search, |qps| {
                 tried.push(qps);
@@ -81,10 +85,13 @@ mod tests {
 
     #[test]
     fn runs_out_of_steps_honestly() {
-        let search = Search { start_qps: 1.0, precision: 0.01, max_steps: 6 };
+        let search = Search { start_qps: 1.0, precision: 0.01, max_steps: 6, min_qps: 0.0 };
         let never = find(search, |_| Ok(false)).unwrap();
         assert_eq!((never.qps, never.steps), (None, 6));
         assert_eq!(never.failed_at, Some(1.0 / 32.0));
+        // With a floor, halving stops above it.
+        let floored = find(Search { min_qps: 0.2, ..search }, |_| Ok(false)).unwrap();
+        assert_eq!((floored.qps, floored.failed_at, floored.steps), (None, Some(0.25), 3));
         let always = find(search, |_| Ok(true)).unwrap();
         assert_eq!((always.qps, always.failed_at), (Some(32.0), None));
         assert!(!always.converged(0.01));

@@ -81,6 +81,10 @@ impl Default for Load {
 pub const P99_MIN_QUERIES: usize = 1000;
 /// Doubling, halving and bisecting, at most.
 const PEAK_MAX_STEPS: usize = 24;
+/// The search halves from its start to 1/64 of it at most (six halvings), and never to a rate at
+/// which a step's queries would take more than an hour.
+const PEAK_MAX_HALVING: f64 = 64.0;
+const PEAK_STEP_MAX_S: f64 = 3600.0;
 
 /// The query scenarios' runs, and the peak where one was searched for.
 pub struct Outcome {
@@ -268,8 +272,12 @@ impl<'a> Context<'a> {
                 let start = search.start_qps.unwrap_or_else(|| {
                     0.5 * load.workers as f64 / workers.warmed.mean[&1].as_secs_f64().max(1e-6)
                 });
-                let search_at =
-                    peak::Search { start_qps: start, precision: search.precision, max_steps: PEAK_MAX_STEPS };
+                let search_at = peak::Search {
+                    start_qps: start,
+                    precision: search.precision,
+                    max_steps: PEAK_MAX_STEPS,
+                    min_qps: (start / PEAK_MAX_HALVING).max(load.min_queries as f64 / PEAK_STEP_MAX_S),
+                };
                 let found = peak::find(search_at, |qps| {
                     if self.stopped() {
                         return Err(crate::Error::Interrupted("the peak search was stopped".into()));
