@@ -25,7 +25,7 @@ seed manifest models/*.toml
 seed npz models/digits_test.npz models/digits_calib.npz $fixtures/hostile/*.npz
 seed image models/images/bus.jpg models/images/page.png
 seed tegrastats $fixtures/tegrastats/*
-seed report fuzz/seeds/report.json
+seed report fuzz/seeds/report.json fuzz/seeds/report_server.json
 mkdir -p fuzz/corpus/mjpeg fuzz/corpus/recording fuzz/corpus/sysfs
 # The recorded camera's first JPEG, and its recording as index, NUL, frames.
 python3 - <<'PY'
