@@ -203,3 +203,22 @@ fn a_report_from_before_scenarios_still_reads_as_single_stream() {
     // p99.9 is in today's report only: shown as not measured on both, not as a change.
     assert!(text.lines().any(|l| l.contains("p99.9") && l.contains("not measured on both")), "{text}");
 }
+
+/// No query over the bound before and a quarter after has no percentage, but is worse, not
+/// "not measured".
+#[test]
+fn a_change_from_zero_has_a_direction() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut report, _, _) = bench_on_board(&fixture("orin-nano-jp6"), &["--latency-bound-ms", "1000"]);
+    assert_eq!(report["runs"][0]["scenario"]["over_bound"], 0.0);
+    let before = dir.path().join("before.json");
+    std::fs::write(&before, report.to_string()).unwrap();
+    report["runs"][0]["scenario"]["over_bound"] = Value::from(0.25);
+    let after = dir.path().join("after.json");
+    std::fs::write(&after, report.to_string()).unwrap();
+    let out = edgert(&["report", "compare", arg(&before), arg(&after)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    let line = text.lines().find(|l| l.contains("over bound")).unwrap();
+    assert!(line.contains("n/a") && line.ends_with("worse"), "{line}");
+}

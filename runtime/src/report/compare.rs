@@ -216,12 +216,15 @@ fn change(run: &Run, m: &Metric, before: Option<f64>, after: Option<f64>, spread
         (Some(b), Some(a)) if a == b => Some(0.0),
         _ => None,
     };
-    let verdict = match change_pct {
-        None => Verdict::Missing,
-        Some(c) if c.abs() < SAME_PCT => Verdict::Same,
-        Some(c) if spread.is_some_and(|s| c.abs() < s * 100.0) => Verdict::Noise,
-        Some(c) if (c < 0.0) == (m.better == Better::Lower) => Verdict::Better,
-        Some(_) => Verdict::Worse,
+    let verdict = match (change_pct, before, after) {
+        // From zero (no query over the bound before): no percentage, but a direction.
+        (None, Some(b), Some(a)) if (a < b) == (m.better == Better::Lower) => Verdict::Better,
+        (None, Some(_), Some(_)) => Verdict::Worse,
+        (None, _, _) => Verdict::Missing,
+        (Some(c), _, _) if c.abs() < SAME_PCT => Verdict::Same,
+        (Some(c), _, _) if spread.is_some_and(|s| c.abs() < s * 100.0) => Verdict::Noise,
+        (Some(c), _, _) if (c < 0.0) == (m.better == Better::Lower) => Verdict::Better,
+        (Some(_), _, _) => Verdict::Worse,
     };
     Change {
         run: run.title(),
