@@ -131,7 +131,7 @@ pub fn run(
     if config.batches.is_empty() || config.batches.contains(&0) {
         return Err(Error::Usage("--batch needs sizes of at least 1".into()));
     }
-    for &batch in &config.batches {
+    for batch in config.scenario.batch_sizes(&config.batches) {
         model.check_input_memory(batch, config.prepare.memory)?;
     }
     let inputs = match config.source {
@@ -163,7 +163,7 @@ pub fn run(
         warnings.extend(run.telemetry.warnings().into_iter().map(|w| format!("{title}: {w}")));
         for (stage, stats) in run.stages.named() {
             // Queueing spreads a query scenario's end to end by design: only its inference is noise.
-            let single = run.scenario.as_ref().is_none_or(|s| s.name == scenario::Kind::SingleStream);
+            let single = run.kind() == scenario::Kind::SingleStream;
             if stats.cov > COV_WARNING && (stage == "inference" || (stage == "end_to_end" && single)) {
                 warnings.push(format!(
                     "{title}: {stage} CoV is {:.1} % (> 1 %): the machine is noisy or not locked; compare with care",

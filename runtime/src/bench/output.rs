@@ -40,11 +40,7 @@ pub fn text(report: &BenchReport) -> String {
             "\n{}: {} {} in {:.2} s; load {:.1} ms, first inference {:.1} ms, peak RSS {}\n",
             run_title(run.batch, run.scenario.as_ref()),
             run.iterations,
-            if run.scenario.as_ref().is_none_or(|s| s.name == Kind::SingleStream) {
-                "iterations"
-            } else {
-                "batches"
-            },
+            if run.kind() == Kind::SingleStream { "iterations" } else { "batches" },
             run.elapsed_s,
             run.load_ms,
             run.first_inference_ms,
@@ -83,8 +79,7 @@ pub fn text(report: &BenchReport) -> String {
         out += &telemetry_lines(&run.telemetry);
     }
     out += &scenario::text::summary(report);
-    let batch_runs =
-        report.runs.iter().filter(|r| r.scenario.as_ref().is_none_or(|s| s.name != Kind::Server)).count();
+    let batch_runs = report.runs.iter().filter(|r| r.kind() != Kind::Server).count();
     if batch_runs > 1 {
         out += "\nbatch sweep\n  batch   frames/s   p99 end-to-end (ms)   p99 per frame (ms)\n";
         for run in &report.runs {

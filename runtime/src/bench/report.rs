@@ -143,6 +143,13 @@ pub struct BatchRun {
     pub scenario: Option<ScenarioRun>,
 }
 
+impl BatchRun {
+    /// The scenario it ran; a `--source` run (no scenario section) is single-stream.
+    pub fn kind(&self) -> Kind {
+        self.scenario.as_ref().map_or(Kind::SingleStream, |s| s.name)
+    }
+}
+
 /// The scenarios by name, as `--scenario` takes them and reports write them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]

@@ -137,11 +137,11 @@ impl ScenarioArgs {
         }
         let delay = limits::MILLISECONDS
             .check("--max-queue-delay-ms", self.max_queue_delay_ms.unwrap_or(0.0))
-            .map_err(|e| usage(e.to_string()))?;
+            .map_err(usage)?;
         let batching = Batching { max_batch, max_queue_delay: Duration::from_secs_f64(delay / 1e3) };
         let mut qps = Vec::with_capacity(self.qps.len());
         for &rate in &self.qps {
-            qps.push(limits::QPS.check("--qps", rate).map_err(|e| usage(e.to_string()))?);
+            qps.push(limits::QPS.check("--qps", rate).map_err(usage)?);
             check_run(rate, context.duration, load.min_queries)?;
         }
         let find_peak = if self.find_peak {
@@ -205,7 +205,7 @@ impl ScenarioArgs {
 
 /// A duration in milliseconds, above zero.
 fn positive_ms(flag: &str, value: f64) -> Result<Duration, Error> {
-    let ms = limits::MILLISECONDS.check(flag, value).map_err(|e| usage(e.to_string()))?;
+    let ms = limits::MILLISECONDS.check(flag, value).map_err(usage)?;
     if ms <= 0.0 {
         return Err(usage(format!("{flag} must be above 0")));
     }
@@ -232,6 +232,6 @@ fn check_run(qps: f64, duration: Duration, min_queries: usize) -> Result<(), Err
 
 const DAY_S: f64 = 86_400.0;
 
-fn usage(message: impl Into<String>) -> Error {
-    Error::Usage(message.into())
+fn usage(message: impl std::fmt::Display) -> Error {
+    Error::Usage(message.to_string())
 }

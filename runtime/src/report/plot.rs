@@ -126,12 +126,13 @@ fn load_points(file: &BenchFile) -> Vec<(f64, f64, f64)> {
 
 /// Where the report's p99 leaves its bound: the peak `--find-peak` found, else the highest
 /// offered rate whose p99 is within the bound.
-fn knee(file: &BenchFile) -> Option<(f64, f64)> {
+/// `points` are the file's `load_points`.
+fn knee(file: &BenchFile, points: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
     if let Some(qps) = file.peak.as_ref().and_then(|p| p.qps) {
-        return load_points(file).into_iter().find(|p| p.0 == qps).map(|p| (p.0, p.2));
+        return points.iter().find(|p| p.0 == qps).map(|p| (p.0, p.2));
     }
     let bound = file.runs.iter().find_map(|r| r.scenario.as_ref()?.latency_bound_ms)?;
-    load_points(file).into_iter().filter(|p| p.2 <= bound).map(|p| (p.0, p.2)).next_back()
+    points.iter().filter(|p| p.2 <= bound).map(|p| (p.0, p.2)).next_back()
 }
 
 fn draw_server(files: &[BenchFile], svg: &mut String) -> std::result::Result<(), Box<dyn std::error::Error>> {
@@ -188,7 +189,7 @@ fn draw_server(files: &[BenchFile], svg: &mut String) -> std::result::Result<(),
             4,
             colour.stroke_width(1),
         ))?;
-        if let Some((qps, p99)) = knee(file) {
+        if let Some((qps, p99)) = knee(file, points) {
             chart.draw_series([Circle::new((qps, p99), 8, colour.stroke_width(2))])?;
             chart.draw_series([Text::new(
                 format!("knee {qps:.0} QPS"),

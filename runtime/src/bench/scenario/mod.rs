@@ -37,6 +37,18 @@ pub enum Scenario {
     Server(Server),
 }
 
+impl Scenario {
+    /// Every batch size its pipelines are compiled for: `--batch`'s, a multi-stream query's
+    /// samples, or each dynamic batch size up to the server's max.
+    pub fn batch_sizes(&self, batches: &[usize]) -> Vec<usize> {
+        match self {
+            Scenario::SingleStream | Scenario::Offline => batches.to_vec(),
+            Scenario::MultiStream { samples, .. } => vec![*samples],
+            Scenario::Server(server) => (1..=server.batching.max_batch).collect(),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Server {
     pub arrivals: ServerArrivals,
@@ -106,18 +118,16 @@ pub fn run(
 ) -> Result<Outcome> {
     let context = Context { model, samples, config, probe, telemetry };
     let load = config.load;
-    let (asked, sizes): (String, Vec<usize>) = match &config.scenario {
-        Scenario::Server(server) => {
-            let max = server.batching.max_batch;
-            (format!("--max-batch {max} (batches of 1 to {max})"), (1..=max).collect())
-        }
-        Scenario::MultiStream { samples, .. } => (format!("--samples-per-query {samples}"), vec![*samples]),
-        _ => (String::new(), config.batches.clone()),
-    };
-    for &size in &sizes {
-        let asked = if asked.is_empty() { format!("--batch {size}") } else { asked.clone() };
+    // Their memory was checked by `bench::run`; a fixed batch dimension only matters here.
+    for size in config.scenario.batch_sizes(&config.batches) {
+        let asked = match &config.scenario {
+            Scenario::Server(server) => {
+                format!("--max-batch {0} (batches of 1 to {0})", server.batching.max_batch)
+            }
+            Scenario::MultiStream { samples, .. } => format!("--samples-per-query {samples}"),
+            _ => format!("--batch {size}"),
+        };
         model.check_batch(size, &asked)?;
-        model.check_input_memory(size, config.prepare.memory)?;
     }
     let mut outcome = Outcome { runs: Vec::new(), backend: None, peak: None, warnings: Vec::new() };
     match &config.scenario {
@@ -237,8 +247,7 @@ impl<'a> Context<'a> {
     ) -> Result<()> {
         let load = self.config.load;
         let batching = server.batching;
-        let sizes: Vec<usize> = (1..=batching.max_batch).collect();
-        let mut workers = self.open(&sizes)?;
+        let mut workers = self.open(&self.config.scenario.batch_sizes(&self.config.batches))?;
         outcome.backend.get_or_insert_with(|| BackendInfo::of(workers.workers[0].pipeline()));
         let mut run_at = |qps: f64, seed: u64, workers: &mut Workers| -> Result<BatchRun> {
             let count = queries_for(qps, self.config.duration, load.min_queries);

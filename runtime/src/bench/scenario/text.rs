@@ -122,9 +122,8 @@ pub fn summary(report: &BenchReport) -> String {
     if let Some(peak) = &report.peak {
         out += &peak_line(peak);
     }
-    let offline: Vec<_> =
-        report.runs.iter().filter(|r| r.scenario.as_ref().is_some_and(|s| s.name == Kind::Offline)).collect();
-    if let Some(best) = offline.iter().max_by(|a, b| a.frames_per_s.total_cmp(&b.frames_per_s)) {
+    let offline = report.runs.iter().filter(|r| r.kind() == Kind::Offline);
+    if let Some(best) = offline.max_by(|a, b| a.frames_per_s.total_cmp(&b.frames_per_s)) {
         out += &format!("\noffline: best {:.1} samples/s at batch {}\n", best.frames_per_s, best.batch);
     }
     out
