@@ -191,7 +191,7 @@ fn bad_sources_and_damaged_recordings_are_one_line_errors() {
 
     let out_dir = dir.path().join("out");
     let cases = [
-        ("rtsp://camera/stream".to_string(), "unknown source".to_string()),
+        ("http://camera/stream".to_string(), "unknown source".to_string()),
         ("synthetic:0x10".into(), "not a frame size".into()),
         ("synthetic:15x16,yuyv".into(), "needs even sides".into()),
         ("v4l2:///dev/video63".into(), "/dev/video63: no such device".into()),

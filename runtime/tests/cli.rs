@@ -286,6 +286,10 @@ fn info_lists_backends_and_why_the_gpu_ones_are_absent() {
     if !cfg!(feature = "cuda") {
         assert!(info["gpu"]["reason"].as_str().unwrap().contains("--features cuda-11040"));
     }
+    assert_eq!(info["gstreamer"]["compiled"], cfg!(feature = "gstreamer"));
+    if !cfg!(feature = "gstreamer") {
+        assert!(info["gstreamer"]["reason"].as_str().unwrap().contains("--features gstreamer"));
+    }
     assert!(stdout(&edgert(&["info"])).contains("cpu       compiled in, usable here"));
 }
 

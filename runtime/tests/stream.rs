@@ -4,20 +4,13 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Lines};
-use std::process::{Child, ChildStdout, Stdio};
+use std::process::Child;
 
 use common::*;
 use serde_json::Value;
 
 fn digits() -> String {
     model("digits_mlp_nchw.toml").display().to_string()
-}
-
-fn spawn(args: &[&str]) -> (Child, Lines<BufReader<ChildStdout>>) {
-    let mut child = command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
-    (child, lines)
 }
 
 fn interrupt(child: &Child) {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use super::report::BatchRun;
 use super::{power::PowerProbe, window::Window, BenchConfig, Progress, SourceBench};
 use crate::capture::source;
+use crate::capture::source::uri::redacted;
 use crate::metrics::{memory, telemetry::Telemetry};
 use crate::pipeline::Pipeline;
 use crate::stream::{self, Ending, FrameResult, StreamConfig, StreamRun};
@@ -86,7 +87,7 @@ fn stream_phase(
         }
         Ending::EndOfStream if measuring && run.stats.frames_captured < phase.min_frames => {
             Err(Error::input(
-                std::path::Path::new(&bench.uri),
+                std::path::Path::new(redacted(&bench.uri).as_ref()),
                 format!(
                     "the source ended after {} frame(s); bench a file source with --loop",
                     run.stats.frames_captured
@@ -103,5 +104,5 @@ fn no_frames(bench: &SourceBench, ending: &Ending) -> Error {
         Ending::Interrupted => "interrupted before anything was measured".into(),
         _ => "no frame reached a prediction".into(),
     };
-    Error::input(std::path::Path::new(&bench.uri), why)
+    Error::input(std::path::Path::new(redacted(&bench.uri).as_ref()), why)
 }

@@ -17,7 +17,8 @@ use crate::Error;
 #[derive(Args)]
 pub struct CaptureArgs {
     /// Frame source: v4l2:///dev/videoN (or /dev/videoN), synthetic:WxH[@fps][,yuyv|nv12|grey|rgb24|bgr24],
-    /// or file:PATH (an image, a folder of images, or a recording).
+    /// file:PATH (an image, a folder of images, or a recording), and with the gstreamer feature
+    /// csi://N, rtsp://HOST/PATH, file:VIDEO.mp4 and gst:PIPELINE.
     #[arg(long, value_name = "URI")]
     source: String,
     #[command(flatten)]

@@ -47,6 +47,65 @@ struct CudaStatus {
     device: Option<String>,
 }
 
+/// GStreamer sources (the `gstreamer` feature): the library's version and the Jetson elements
+/// the CSI and hardware-decode pipelines use.
+#[derive(Serialize)]
+struct GstStatus {
+    compiled: bool,
+    /// `GStreamer 1.22.0`, where it loads.
+    version: Option<String>,
+    jetson_elements: Vec<Element>,
+    reason: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Element {
+    name: &'static str,
+    present: bool,
+}
+
+#[cfg(feature = "gstreamer")]
+fn gst_status() -> GstStatus {
+    match crate::capture::source::gst::describe() {
+        Ok(installed) => GstStatus {
+            compiled: true,
+            version: Some(installed.version),
+            jetson_elements: installed
+                .jetson_elements
+                .map(|(name, present)| Element { name, present })
+                .into(),
+            reason: None,
+        },
+        Err(reason) => {
+            GstStatus { compiled: true, version: None, jetson_elements: Vec::new(), reason: Some(reason) }
+        }
+    }
+}
+
+#[cfg(not(feature = "gstreamer"))]
+fn gst_status() -> GstStatus {
+    GstStatus {
+        compiled: false,
+        version: None,
+        jetson_elements: Vec::new(),
+        reason: Some("not compiled in (build with --features gstreamer)".into()),
+    }
+}
+
+fn gst_text(g: &GstStatus) -> String {
+    match &g.version {
+        Some(version) => {
+            let elements: Vec<String> = g
+                .jetson_elements
+                .iter()
+                .map(|e| format!("{} {}", e.name, if e.present { "present" } else { "absent" }))
+                .collect();
+            format!("{version}; Jetson elements: {}", elements.join(", "))
+        }
+        None => g.reason.clone().unwrap_or_default(),
+    }
+}
+
 #[derive(Serialize)]
 struct Info {
     schema: &'static str,
@@ -54,6 +113,7 @@ struct Info {
     host: Host,
     backends: Vec<BackendStatus>,
     gpu: CudaStatus,
+    gstreamer: GstStatus,
     power: PowerNow,
     /// `sysfs`, or `tegrastats` where it fills in for sysfs.
     telemetry_source: TelemetrySource,
@@ -135,6 +195,7 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
         host: Host::describe(),
         backends: backends(),
         gpu: cuda_status(),
+        gstreamer: gst_status(),
         power: power_now(root),
         telemetry_source: telemetry.source(),
         telemetry: telemetry.snapshot(),
@@ -166,6 +227,7 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
     }
     emit("  (gpu picks the best usable GPU backend or fails; gpu-or-cpu falls back to cpu and says so)")?;
     emit(&format!("gpu      {}", cuda_text(&info.gpu)))?;
+    emit(&format!("gstreamer {}", gst_text(&info.gstreamer)))?;
     emit(&board_view::power_text(&info.power))?;
     for rail in info.power.rails.iter().filter(|r| r.error.is_some()) {
         emit(&format!("  {} unreadable: {}", rail.name, rail.error.as_deref().unwrap_or("")))?;

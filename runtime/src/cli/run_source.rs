@@ -25,6 +25,8 @@ pub fn main(
 ) -> anyhow::Result<ExitCode> {
     let uri = args.source.as_deref().expect("clap requires --source without --input");
     let mut source = source::open(uri, &args.open.options())?;
+    // As the source shows itself: without an RTSP password.
+    let uri = &source.info().uri.clone();
     if let Some(detail) = &source.info().detail {
         eprintln!("edgert: {uri}: {detail}");
     }
@@ -75,6 +77,10 @@ pub fn summary(run: &StreamRun) -> String {
         format!(", glass to glass p50 {:.1} ms p99 {:.1} ms", g.p50_ms, g.p99_ms)
     });
     let source_fps = s.source_fps.map_or(String::new(), |fps| format!(" (source paced at {fps:.1})"));
+    let reconnects = match s.reconnects {
+        0 => String::new(),
+        n => format!(", {n} reconnects"),
+    };
     let ending = match &s.ending {
         Ending::Frames => "frame limit",
         Ending::Duration => "duration",
@@ -83,7 +89,7 @@ pub fn summary(run: &StreamRun) -> String {
         Ending::Failed(_) => "failed",
     };
     format!(
-        "{} of {} frames predicted in {:.2} s: {:.1} fps, captured at {:.1}{source_fps}; {} dropped (drop {}){latency}; ended: {ending}",
+        "{} of {} frames predicted in {:.2} s: {:.1} fps, captured at {:.1}{source_fps}; {} dropped (drop {}){latency}{reconnects}; ended: {ending}",
         s.frames_processed,
         s.frames_captured,
         s.elapsed_s,

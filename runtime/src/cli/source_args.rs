@@ -8,7 +8,8 @@ use std::time::Duration;
 use clap::Args;
 
 use crate::capture::source::camera_format::CameraFormat;
-use crate::capture::source::SourceOptions;
+use crate::capture::source::launch::RtspTransport;
+use crate::capture::source::{SourceOptions, DEFAULT_LATENCY_MS};
 use crate::limits;
 use crate::stream::{DropPolicy, StreamConfig};
 use crate::Error;
@@ -16,8 +17,9 @@ use crate::Error;
 /// How to open a source, whatever the command (`capture` too).
 #[derive(Args, Clone)]
 pub struct OpenArgs {
-    /// Pace the source to this frame rate (a synthetic: URI's own @fps wins); a camera is asked for it.
-    #[arg(long, value_parser = fps)]
+    /// Pace the source to this frame rate (a synthetic: URI's own @fps wins); a camera is asked for
+    /// it. 0: as fast as frames can be read (a video file, which otherwise plays at its own rate).
+    #[arg(long, value_parser = fps_or_unpaced)]
     fps: Option<f64>,
     /// Start a file source again at its end.
     #[arg(long = "loop")]
@@ -34,6 +36,14 @@ pub struct OpenArgs {
     /// Camera buffers for mmap streaming [default: 4].
     #[arg(long, value_parser = clap::value_parser!(u32).range(2..=32))]
     buffers: Option<u32>,
+    /// An rtsp:// source's jitter buffer in milliseconds: more absorbs network jitter, and adds
+    /// that much latency [default: 50].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=10_000))]
+    latency_ms: Option<u32>,
+    /// How an rtsp:// source is carried: auto (UDP, then TCP where UDP gets nothing), tcp or udp
+    /// [default: auto].
+    #[arg(long, value_enum)]
+    rtsp_transport: Option<RtspTransport>,
 }
 
 impl OpenArgs {
@@ -46,7 +56,23 @@ impl OpenArgs {
             format: self.format,
             buffers: self.buffers.unwrap_or(4),
             keep_encoded: false,
+            latency_ms: self.latency_ms.unwrap_or(DEFAULT_LATENCY_MS),
+            transport: self.rtsp_transport.unwrap_or_default(),
         }
+    }
+
+    /// The flags given, by name, for a command to refuse without a source.
+    fn given(&self) -> [(&'static str, bool); 8] {
+        [
+            ("--fps", self.fps.is_some()),
+            ("--loop", self.looped),
+            ("--width", self.width.is_some()),
+            ("--height", self.height.is_some()),
+            ("--format", self.format.is_some()),
+            ("--buffers", self.buffers.is_some()),
+            ("--latency-ms", self.latency_ms.is_some()),
+            ("--rtsp-transport", self.rtsp_transport.is_some()),
+        ]
     }
 }
 
@@ -60,7 +86,8 @@ fn camera_format(text: &str) -> Result<CameraFormat, String> {
 pub struct SourceArgs {
     /// Frame source through the camera pipeline: v4l2:///dev/videoN (or /dev/videoN),
     /// synthetic:WxH[@fps][,yuyv|nv12|grey|rgb24|bgr24], or file:PATH (an image, a folder of
-    /// images, or a recording from `edgert capture`).
+    /// images, or a recording from `edgert capture`); with the gstreamer feature csi://N,
+    /// rtsp://HOST/PATH, file:VIDEO (mp4, mkv, avi, mov, h264, h265, webm, ts) and gst:PIPELINE.
     #[arg(long, value_name = "URI")]
     pub source: Option<String>,
     #[command(flatten)]
@@ -75,6 +102,10 @@ pub struct SourceArgs {
     /// Seconds without a frame after which the source counts as stalled or unplugged [default: 5].
     #[arg(long, value_parser = seconds)]
     timeout_s: Option<f64>,
+    /// Open a source that failed or stalled (an RTSP server restarting) again, up to this many
+    /// times in a row, a second apart [default: 0].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(0..=1000))]
+    reconnect: Option<u32>,
     /// Where frames are preprocessed: cpu, or gpu (CUDA, straight into --backend tensorrt's input
     /// in GPU memory; frames read in place on a Jetson) [default: cpu].
     #[arg(long, value_enum, value_name = "ON")]
@@ -98,6 +129,7 @@ impl SourceArgs {
             min_frames: 0,
             timeout: Duration::from_secs_f64(self.timeout_s.unwrap_or(5.0)),
             gpu_preprocess: self.preprocess == Some(PreprocessOn::Gpu),
+            reconnect: self.reconnect.unwrap_or(0),
         }
     }
 
@@ -107,20 +139,14 @@ impl SourceArgs {
         if self.source.is_some() {
             return Ok(());
         }
-        let o = &self.open;
         let given = [
             ("--drop", self.drop.is_some()),
             ("--queue-depth", self.queue_depth.is_some()),
             ("--timeout-s", self.timeout_s.is_some()),
+            ("--reconnect", self.reconnect.is_some()),
             ("--preprocess", self.preprocess.is_some()),
-            ("--fps", o.fps.is_some()),
-            ("--loop", o.looped),
-            ("--width", o.width.is_some()),
-            ("--height", o.height.is_some()),
-            ("--format", o.format.is_some()),
-            ("--buffers", o.buffers.is_some()),
         ];
-        match given.iter().chain(others).find(|(_, given)| *given) {
+        match given.iter().chain(&self.open.given()).chain(others).find(|(_, given)| *given) {
             Some((flag, _)) => Err(Error::Usage(format!("{flag} needs --source"))),
             None => Ok(()),
         }
@@ -132,6 +158,14 @@ pub fn seconds(text: &str) -> Result<f64, String> {
     match limits::SECONDS.parse("", text) {
         Ok(v) if v > 0.0 => Ok(v),
         _ => Err(format!("'{text}' is not a number of seconds in (0, {}]", limits::SECONDS.max)),
+    }
+}
+
+/// A frame rate in `limits::FPS`, or 0 for unpaced.
+fn fps_or_unpaced(text: &str) -> Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(0.0) => Ok(0.0),
+        _ => fps(text).map_err(|e| e.replacen("not a frame rate in", "not 0 nor a frame rate in", 1)),
     }
 }
 

@@ -16,9 +16,8 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::capture::source::FrameSource;
-use crate::metrics::stats::Latencies;
-use crate::metrics::stats::Stages;
+use crate::capture::source::{FrameClock, FrameSource};
+use crate::metrics::stats::{Latencies, LatencyStats, Stages};
 use crate::pipeline::Pipeline;
 use crate::postprocess::Prediction;
 use crate::Result;
@@ -38,6 +37,8 @@ pub struct StreamConfig {
     pub timeout: Duration,
     /// Preprocess on the GPU, into the inference input in GPU memory (`--preprocess gpu`).
     pub gpu_preprocess: bool,
+    /// Times a failed or stalled source is opened again, counted from its last frame.
+    pub reconnect: u32,
 }
 
 /// One frame's prediction, handed to the caller as it comes.
@@ -72,6 +73,13 @@ pub struct StreamStats {
     /// The rate the source is paced to, or the camera's; null when it gives frames as fast as
     /// they are taken.
     pub source_fps: Option<f64>,
+    /// What glass to glass starts from: `driver` (V4L2's timestamps), `pipeline` (GStreamer's
+    /// buffer times: capture by Argus, RTP arrival), `delivery` (when the source gave the frame).
+    pub clock: FrameClock,
+    /// From each frame's capture to its delivery to edgert, where the clock is not `delivery`.
+    pub source_delay: Option<LatencyStats>,
+    /// Times the source was opened again after failing or stalling (`--reconnect`).
+    pub reconnects: u64,
     pub drop_policy: DropPolicy,
     pub queue_depth: usize,
     /// `cpu`, `gpu`, or `gpu-zero-copy` (frames read in place from mapped memory, on a Jetson).
@@ -175,6 +183,9 @@ pub fn run(
             height: info.height,
             device: info.detail.clone(),
             source_fps: info.fps,
+            clock: info.clock,
+            source_delay: measured.source_delay.stats(),
+            reconnects: measured.reconnects,
             drop_policy: config.drop,
             queue_depth: config.queue_depth,
             preprocess_on,

@@ -23,6 +23,10 @@ use crate::tensor::{Batch, BatchValues, HostTensor};
 /// A source waits at most this long per call, so a stop request is seen promptly.
 const CAPTURE_SLICE: Duration = Duration::from_millis(100);
 
+/// Between a source failing and `--reconnect` opening it again: a server restarting, a camera
+/// re-enumerating.
+const RECONNECT_DELAY: Duration = Duration::from_secs(1);
+
 /// A captured frame, copied out of the source's buffer.
 struct FrameSlot {
     data: Vec<u8>,
@@ -60,8 +64,11 @@ pub(super) struct Samples {
 
 pub(super) struct Measured {
     pub samples: Samples,
+    /// From each frame's capture to its delivery, where the source stamps capture times.
+    pub source_delay: Latencies,
     pub captured: u64,
     pub skipped: u64,
+    pub reconnects: u64,
     pub dropped: (u64, u64),
     pub elapsed: Duration,
     pub frame_buffers: Buffers,
@@ -142,8 +149,10 @@ pub(super) fn run(
     };
     Measured {
         samples,
+        source_delay: capture.source_delay,
         captured: capture.captured,
         skipped: capture.skipped,
+        reconnects: capture.reconnects,
         dropped: (capture.dropped, preprocessed.unwrap_or(0)),
         elapsed,
         frame_buffers: Buffers { pooled: frame_pool, made: frames.made() },
@@ -156,6 +165,8 @@ struct CaptureEnd {
     captured: u64,
     dropped: u64,
     skipped: u64,
+    reconnects: u64,
+    source_delay: Latencies,
     first: Option<Instant>,
     ending: Ending,
 }
@@ -171,6 +182,8 @@ fn capture_stage(
 ) -> CaptureEnd {
     let started = Instant::now();
     let (mut captured, mut first, mut waited) = (0, None, Duration::ZERO);
+    let (mut reconnects, mut attempts) = (0, 0);
+    let mut source_delay = Latencies::default();
     let slice = CAPTURE_SLICE.min(config.timeout);
     let ending = loop {
         if stop.load(Ordering::Relaxed) {
@@ -182,12 +195,15 @@ fn capture_stage(
         if config.duration.is_some_and(|d| started.elapsed() >= d && captured >= config.min_frames) {
             break Ending::Duration;
         }
-        match source.capture(slice) {
+        let failure = match source.capture(slice) {
             Ok(Capture::Frame(frame)) => {
                 let now = Instant::now();
                 first.get_or_insert(now);
-                waited = Duration::ZERO;
+                (waited, attempts) = (Duration::ZERO, 0);
                 captured += 1;
+                if let Some(at) = frame.at {
+                    source_delay.record(ms(now.saturating_duration_since(at)));
+                }
                 let mut slot = frames.take();
                 slot.data.clear();
                 slot.data.extend_from_slice(frame.frame.data);
@@ -196,22 +212,70 @@ fn capture_stage(
                 slot.timestamp = frame.timestamp;
                 slot.captured_at = frame.at.unwrap_or(now);
                 queue.push(slot, abort, |old| frames.give(old));
+                continue;
             }
             Ok(Capture::Timeout) => {
                 waited += slice;
-                if waited >= config.timeout {
-                    break Ending::Failed(format!(
-                        "{}: no frame within {:.1} s: the source stalled or was disconnected",
-                        info.uri,
-                        config.timeout.as_secs_f64()
-                    ));
+                if waited < config.timeout {
+                    continue;
                 }
+                format!(
+                    "{}: no frame within {:.1} s: the source stalled or was disconnected",
+                    info.uri,
+                    config.timeout.as_secs_f64()
+                )
             }
             Ok(Capture::EndOfStream) => break Ending::EndOfStream,
-            Err(e) => break Ending::Failed(one_line(&e)),
+            Err(e) => one_line(&e),
+        };
+        // The source failed or stalled: open it again while attempts are left.
+        match reconnect(source, &mut attempts, config.reconnect, failure, stop) {
+            Ok(()) => (reconnects, waited) = (reconnects + 1, Duration::ZERO),
+            Err(_) if stop.load(Ordering::Relaxed) => break Ending::Interrupted,
+            Err(failure) => break Ending::Failed(failure),
         }
     };
-    CaptureEnd { captured, dropped: queue.dropped(), skipped: source.skipped(), first, ending }
+    CaptureEnd {
+        captured,
+        dropped: queue.dropped(),
+        skipped: source.skipped(),
+        reconnects,
+        source_delay,
+        first,
+        ending,
+    }
+}
+
+/// Opens a failed source again, up to `limit` attempts since its last frame; the last failure
+/// when none is left or a stop request came.
+fn reconnect(
+    source: &mut dyn FrameSource,
+    attempts: &mut u32,
+    limit: u32,
+    mut failure: String,
+    stop: &AtomicBool,
+) -> Result<(), String> {
+    while *attempts < limit && pause(RECONNECT_DELAY, stop) {
+        *attempts += 1;
+        eprintln!("edgert: {failure}; reconnecting ({attempts} of {limit})");
+        match source.reopen() {
+            Ok(()) => return Ok(()),
+            Err(e) => failure = one_line(&e),
+        }
+    }
+    Err(failure)
+}
+
+/// Sleeps in slices; false when a stop request came.
+fn pause(total: Duration, stop: &AtomicBool) -> bool {
+    let until = Instant::now() + total;
+    while Instant::now() < until {
+        if stop.load(Ordering::Relaxed) {
+            return false;
+        }
+        std::thread::sleep(CAPTURE_SLICE.min(until.saturating_duration_since(Instant::now())));
+    }
+    !stop.load(Ordering::Relaxed)
 }
 
 /// The preprocessing pass: on the CPU into the batch tensor, or on the GPU into GPU memory.

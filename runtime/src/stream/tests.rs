@@ -26,6 +26,7 @@ fn config(drop: DropPolicy, frames: u64) -> StreamConfig {
         min_frames: 0,
         timeout: Duration::from_secs(2),
         gpu_preprocess: false,
+        reconnect: 0,
     }
 }
 
@@ -34,6 +35,9 @@ struct Scripted {
     inner: Synthetic,
     frames: u64,
     then: Then,
+    /// What `reopen` does: fail this many times, then give this many frames more.
+    reopen_fails: u32,
+    refill: u64,
 }
 
 enum Then {
@@ -44,7 +48,8 @@ enum Then {
 
 impl Scripted {
     fn new(frames: u64, then: Then) -> Scripted {
-        Scripted { inner: Synthetic::new("test:", PixelFormat::Yuyv, 64, 48, None).unwrap(), frames, then }
+        let inner = Synthetic::new("test:", PixelFormat::Yuyv, 64, 48, None).unwrap();
+        Scripted { inner, frames, then, reopen_fails: 0, refill: 0 }
     }
 }
 
@@ -66,6 +71,15 @@ impl FrameSource for Scripted {
         }
         self.frames -= 1;
         self.inner.capture(timeout)
+    }
+
+    fn reopen(&mut self) -> Result<()> {
+        if self.reopen_fails > 0 {
+            self.reopen_fails -= 1;
+            return Err(Error::input(Path::new("/dev/video9"), "still gone"));
+        }
+        self.frames = self.refill;
+        Ok(())
     }
 }
 
@@ -215,4 +229,28 @@ fn gpu_preprocessing_is_refused_for_a_backend_that_reads_host_memory_before_any_
     assert!(message.contains("which backend 'cpu' does not read: use --backend tensorrt"), "{message}");
     assert_eq!(error.exit_code(), 2);
     assert_eq!(source.info().uri, "synthetic:64x48,yuyv");
+}
+
+#[test]
+fn reconnect_opens_a_failed_source_again_until_its_attempts_run_out() {
+    let mut pipeline = pipeline(1);
+    let stop = AtomicBool::new(false);
+    // Unplugged after 3 frames; back on the second attempt with 4 more.
+    let mut source = Scripted { reopen_fails: 1, refill: 4, ..Scripted::new(3, Then::Unplugged) };
+    let twice = StreamConfig { reconnect: 2, ..config(DropPolicy::None, 7) };
+    let (run, seen) = stream(&mut pipeline, &mut source, &twice, &stop, |_| Ok(()));
+    assert_eq!(run.stats.ending, Ending::Frames);
+    assert_eq!((run.stats.reconnects, seen.len()), (1, 7));
+    // Back only on the third attempt: two are not enough, and the last failure is the reason.
+    let mut source = Scripted { reopen_fails: 2, refill: 4, ..Scripted::new(3, Then::Unplugged) };
+    let (run, seen) = stream(&mut pipeline, &mut source, &twice, &stop, |_| Ok(()));
+    assert_eq!(run.stats.ending, Ending::Failed("/dev/video9: still gone".into()));
+    assert_eq!((run.stats.reconnects, seen.len()), (0, 3));
+    // A stall counts as a failure too.
+    let mut source = Scripted { refill: 2, ..Scripted::new(1, Then::Silence) };
+    let once =
+        StreamConfig { reconnect: 1, timeout: Duration::from_millis(300), ..config(DropPolicy::None, 3) };
+    let (run, seen) = stream(&mut pipeline, &mut source, &once, &stop, |_| Ok(()));
+    assert_eq!(run.stats.ending, Ending::Frames);
+    assert_eq!((run.stats.reconnects, seen.len()), (1, 3));
 }

@@ -3,8 +3,9 @@
 
 pub mod graph;
 
+use std::io::{BufRead, BufReader, Lines};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
 
 pub fn models() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../models")
@@ -40,6 +41,13 @@ pub fn command(args: &[&str]) -> Command {
     };
     command.args(args);
     command
+}
+
+/// Starts edgert with its stdout read line by line as it comes, and its stderr piped.
+pub fn spawn(args: &[&str]) -> (std::process::Child, Lines<BufReader<std::process::ChildStdout>>) {
+    let mut child = command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    (child, lines)
 }
 
 /// A program's path as this process's PATH finds it, or its name where the PATH has none.

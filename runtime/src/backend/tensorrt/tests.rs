@@ -610,6 +610,7 @@ fn gpu_preprocessing_into_an_engine_says_what_this_machine_lacks() {
         min_frames: 0,
         timeout: std::time::Duration::from_secs(2),
         gpu_preprocess: true,
+        reconnect: 0,
     };
     let stop = std::sync::atomic::AtomicBool::new(false);
     let error = match crate::stream::run(&mut pipeline, &mut source, &config, &stop, &mut |_| Ok(())) {

@@ -2,10 +2,16 @@
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SourceError {
-    #[error("unknown source: expected synthetic:WxH[@fps][,format], file:PATH or v4l2:///dev/videoN")]
+    #[error("unknown source: expected synthetic:WxH[@fps][,format], file:PATH, v4l2:///dev/videoN, csi://N, rtsp://HOST/PATH or gst:PIPELINE")]
     UnknownScheme,
     #[error("file: needs a path")]
     NoPath,
+    #[error("'{0}' is not a CSI sensor id (0 to 15)")]
+    Sensor(String),
+    #[error("rtsp:// needs a host: rtsp://HOST[:PORT]/PATH")]
+    NoHost,
+    #[error("gst: needs a pipeline: gst:ELEMENT ! ELEMENT ! appsink name=edgert")]
+    NoPipeline,
     #[error("unknown pixel format '{name}' (known: {known})")]
     UnknownPixelFormat { name: String, known: String },
     #[error("'{0}' is not a frame rate in {range}", range = crate::limits::FPS)]

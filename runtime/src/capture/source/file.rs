@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::recording::{self, Reader};
-use super::{Capture, Captured, FrameSource, Pacer, SourceInfo, SourceOptions};
+use super::{Capture, Captured, FrameClock, FrameSource, Pacer, SourceInfo, SourceOptions};
 use crate::capture::mjpeg::MjpegDecoder;
 use crate::capture::{list_images, load_image};
 use crate::frame::{Frame, PixelFormat};
@@ -24,6 +24,7 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
             stride: i.stride,
             fps: options.fps,
             detail: None,
+            clock: FrameClock::Delivery,
         };
         return Ok(Box::new(Replay {
             info,
@@ -48,6 +49,7 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
         stride: width * 3,
         fps: options.fps,
         detail: None,
+        clock: FrameClock::Delivery,
     };
     Ok(Box::new(Images {
         info,

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use super::{Capture, Captured, FrameSource, Pacer, SourceInfo};
+use super::{Capture, Captured, FrameClock, FrameSource, Pacer, SourceInfo};
 use crate::frame::{Frame, PixelFormat};
 use crate::{Error, Result};
 
@@ -27,7 +27,16 @@ impl Synthetic {
         Frame::check_layout(format, width, height, stride)
             .map_err(|e| Error::input(std::path::Path::new(uri), e))?;
         let buffer = vec![0u8; format.frame_bytes(stride, height)];
-        let info = SourceInfo { uri: uri.to_string(), format, width, height, stride, fps, detail: None };
+        let info = SourceInfo {
+            uri: uri.to_string(),
+            format,
+            width,
+            height,
+            stride,
+            fps,
+            detail: None,
+            clock: FrameClock::Delivery,
+        };
         Ok(Synthetic { info, buffer, sequence: 0, pacer: Pacer::new(fps) })
     }
 

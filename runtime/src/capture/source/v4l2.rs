@@ -22,7 +22,7 @@ use moq_v4l::video::Capture as _;
 use moq_v4l::{Format, FourCC};
 
 use super::camera_format::{choose, instant_of, CameraFormat, Offered};
-use super::{Capture, Captured, FrameSource, SourceInfo, SourceOptions};
+use super::{Capture, Captured, FrameClock, FrameSource, SourceInfo, SourceOptions};
 use crate::capture::mjpeg::MjpegDecoder;
 use crate::frame::{Frame, PixelFormat};
 use crate::{Error, Result};
@@ -130,6 +130,7 @@ pub fn open(uri: &str, path: &Path, options: &SourceOptions) -> Result<Box<dyn F
             stride,
             fps,
             detail: Some(detail),
+            clock: FrameClock::Driver,
         },
         path: path.to_owned(),
         handle: stream.handle(),
