@@ -165,7 +165,7 @@ pub fn seconds(text: &str) -> Result<f64, String> {
 fn fps_or_unpaced(text: &str) -> Result<f64, String> {
     match text.trim().parse::<f64>() {
         Ok(0.0) => Ok(0.0),
-        _ => fps(text).map_err(|e| e.replacen("not a frame rate in", "not 0 nor a frame rate in", 1)),
+        _ => fps(text).map_err(|e| format!("{e}, nor 0 (unpaced)")),
     }
 }
 
