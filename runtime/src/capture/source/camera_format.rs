@@ -99,8 +99,9 @@ pub fn choose(
         })
 }
 
-/// The instant a CLOCK_MONOTONIC timestamp stands for, given that clock read as `clock_now` at
-/// `now`. A timestamp from the future (a driver bug) is taken as now.
+/// The instant a timestamp stands for, given its clock (CLOCK_MONOTONIC for V4L2, GStreamer's
+/// pipeline clock) read as `clock_now` at `now`. A timestamp from the future (a driver bug) is
+/// taken as now.
 pub fn instant_of(timestamp: Duration, clock_now: Duration, now: Instant) -> Instant {
     now.checked_sub(clock_now.saturating_sub(timestamp)).unwrap_or(now)
 }

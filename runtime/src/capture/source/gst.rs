@@ -13,6 +13,7 @@ use gstreamer::prelude::*;
 use gstreamer_app::AppSink;
 use gstreamer_video::{VideoFormat, VideoInfo, VideoMeta};
 
+use super::camera_format::instant_of;
 use super::launch::{self, Converter, LaunchOptions};
 use super::uri::{redacted, SourceUri};
 use super::{Capture, Captured, FrameClock, FrameSource, Pacer, SourceInfo, SourceOptions};
@@ -198,28 +199,44 @@ fn is_live(kind: Kind, pipeline: &gst::Bin) -> bool {
 
 fn first_sample(pipeline: &gst::Bin, sink: &AppSink, kind: Kind) -> std::result::Result<gst::Sample, String> {
     let deadline = Instant::now() + FIRST_FRAME_TIMEOUT;
-    loop {
-        if let Some(reason) = bus_error(pipeline) {
-            let _ = pipeline.set_state(gst::State::Null);
-            return Err(reason);
+    let failed = loop {
+        match next_sample(pipeline, sink, Duration::from_millis(100)) {
+            Ok(Some(sample)) => return Ok(sample),
+            Ok(None) if Instant::now() < deadline => {}
+            Ok(None) => break format!("no frame within {} s of starting", FIRST_FRAME_TIMEOUT.as_secs()),
+            Err(Ended::Failed(reason)) => break reason,
+            Err(Ended::Eos) => {
+                let what = if kind == Kind::File { "the video has no frames" } else { "the stream ended" };
+                break format!("{what} before the first frame");
+            }
         }
-        if let Some(sample) = sink.try_pull_sample(gst::ClockTime::from_mseconds(100)) {
-            return Ok(sample);
-        }
-        // An element fails, then the stream ends: its error says why.
-        if let Some(reason) = sink.is_eos().then(|| bus_error(pipeline)).flatten() {
-            let _ = pipeline.set_state(gst::State::Null);
-            return Err(reason);
-        }
-        if sink.is_eos() {
-            let _ = pipeline.set_state(gst::State::Null);
-            let what = if kind == Kind::File { "the video has no frames" } else { "the stream ended" };
-            return Err(format!("{what} before the first frame"));
-        }
-        if Instant::now() >= deadline {
-            let _ = pipeline.set_state(gst::State::Null);
-            return Err(format!("no frame within {} s of starting", FIRST_FRAME_TIMEOUT.as_secs()));
-        }
+    };
+    let _ = pipeline.set_state(gst::State::Null);
+    Err(failed)
+}
+
+/// Why a pipeline gives no more samples.
+enum Ended {
+    /// An element failed: its error, as one line.
+    Failed(String),
+    Eos,
+}
+
+/// The next sample within `wait`, `None` on a timeout. An element that fails ends the stream
+/// after posting its error, so the bus is read before the end is taken as a plain one.
+fn next_sample(
+    pipeline: &gst::Bin,
+    sink: &AppSink,
+    wait: Duration,
+) -> std::result::Result<Option<gst::Sample>, Ended> {
+    let wait = gst::ClockTime::from_nseconds(wait.as_nanos().min(u64::MAX as u128) as u64);
+    if let Some(sample) = sink.try_pull_sample(wait) {
+        return Ok(Some(sample));
+    }
+    match bus_error(pipeline) {
+        Some(reason) => Err(Ended::Failed(reason)),
+        None if sink.is_eos() => Err(Ended::Eos),
+        None => Ok(None),
     }
 }
 
@@ -328,30 +345,25 @@ impl GstSource {
         if let Some(sample) = self.pending.take() {
             return Ok(Pulled::Sample(sample));
         }
-        let wait = gst::ClockTime::from_nseconds(timeout.as_nanos().min(u64::MAX as u128) as u64);
-        if let Some(sample) = self.sink.try_pull_sample(wait) {
-            return Ok(Pulled::Sample(sample));
-        }
-        if let Some(reason) = bus_error(&self.pipeline) {
-            return Err(Error::input(self.name(), reason));
-        }
-        if !self.sink.is_eos() {
-            return Ok(Pulled::Timeout);
-        }
-        match self.kind {
-            Kind::File if self.looped => {
-                let flags = gst::SeekFlags::FLUSH | gst::SeekFlags::ACCURATE;
-                self.pipeline
-                    .seek_simple(flags, gst::ClockTime::ZERO)
-                    .map_err(|_| Error::input(self.name(), "cannot seek back to the start to loop"))?;
-                let period = self.info.fps.map_or(Duration::ZERO, |f| Duration::from_secs_f64(1.0 / f));
-                self.loop_offset = self.last_timestamp + period;
-                Ok(Pulled::Timeout)
-            }
-            Kind::File | Kind::Pipeline => Ok(Pulled::End),
-            Kind::Camera | Kind::Rtsp => {
-                Err(Error::input(self.name(), "the stream ended (end of stream from the sender)"))
-            }
+        match next_sample(&self.pipeline, &self.sink, timeout) {
+            Ok(Some(sample)) => Ok(Pulled::Sample(sample)),
+            Ok(None) => Ok(Pulled::Timeout),
+            Err(Ended::Failed(reason)) => Err(Error::input(self.name(), reason)),
+            Err(Ended::Eos) => match self.kind {
+                Kind::File if self.looped => {
+                    let flags = gst::SeekFlags::FLUSH | gst::SeekFlags::ACCURATE;
+                    self.pipeline
+                        .seek_simple(flags, gst::ClockTime::ZERO)
+                        .map_err(|_| Error::input(self.name(), "cannot seek back to the start to loop"))?;
+                    let period = self.info.fps.map_or(Duration::ZERO, |f| Duration::from_secs_f64(1.0 / f));
+                    self.loop_offset = self.last_timestamp + period;
+                    Ok(Pulled::Timeout)
+                }
+                Kind::File | Kind::Pipeline => Ok(Pulled::End),
+                Kind::Camera | Kind::Rtsp => {
+                    Err(Error::input(self.name(), "the stream ended (end of stream from the sender)"))
+                }
+            },
         }
     }
 
@@ -363,10 +375,10 @@ impl GstSource {
         }
         let segment = sample.segment()?.downcast_ref::<gst::ClockTime>()?;
         let running = segment.to_running_time(pts)?;
-        let clock = self.pipeline.clock()?;
+        let clock_now = self.pipeline.clock()?.time();
         let taken = self.pipeline.base_time()? + running;
-        let age = clock.time().saturating_sub(taken);
-        Some(Instant::now().checked_sub(Duration::from_nanos(age.nseconds())).unwrap_or_else(Instant::now))
+        let nanos = |t: gst::ClockTime| Duration::from_nanos(t.nseconds());
+        Some(instant_of(nanos(taken), nanos(clock_now), Instant::now()))
     }
 }
 
@@ -454,5 +466,38 @@ fn repack(buffer: &[u8], layout: &Layout, out: &mut Vec<u8>) {
                 None => return,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn nv12(offsets: [usize; 2], strides: [usize; 2]) -> Layout {
+        Layout { format: PixelFormat::Nv12, width: 4, height: 2, fps: None, offsets, strides }
+    }
+
+    #[test]
+    fn nv12_is_read_in_place_only_where_its_uv_rows_follow_its_y_rows() {
+        assert!(nv12([0, 8], [4, 4]).in_place());
+        assert!(nv12([16, 24], [4, 4]).in_place());
+        assert!(nv12([0, 16], [8, 8]).in_place());
+        assert!(!nv12([0, 12], [4, 4]).in_place(), "a gap between the planes");
+        assert!(!nv12([0, 8], [4, 8]).in_place(), "planes of different strides");
+        let rgb = Layout { format: PixelFormat::Rgb24, ..nv12([0, 99], [12, 0]) };
+        assert!(rgb.in_place());
+    }
+
+    #[test]
+    fn repacking_drops_row_padding_and_the_gap_between_planes() {
+        // Y rows of stride 6 (4 pixels, 2 padding), then 4 bytes of gap, then one UV row.
+        let buffer = [1, 2, 3, 4, 0, 0, 5, 6, 7, 8, 0, 0, 9, 9, 9, 9, 10, 11, 12, 13, 0, 0];
+        let mut out = Vec::new();
+        repack(&buffer, &nv12([0, 16], [6, 6]), &mut out);
+        assert_eq!(out, [1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 12, 13]);
+        // A buffer shorter than its caps say: the copy stops, and the frame check refuses it.
+        repack(&buffer[..18], &nv12([0, 16], [6, 6]), &mut out);
+        assert_eq!(out.len(), 8);
+        assert!(Frame::new(PixelFormat::Nv12, 4, 2, 4, &out).is_err());
     }
 }
