@@ -257,7 +257,7 @@ fn source_errors_and_misuse_are_one_line_errors() {
     };
     let gpu_on_cpu =
         "--preprocess gpu writes the model's input in GPU memory, which backend 'cpu' does not read";
-    let cases: [(&[&str], i32, &str); 9] = [
+    let cases: [(&[&str], i32, &str); 17] = [
         (&["bench", "-m", &model, "--source", &short, "--duration-s", "0.2"], 2, "the source ended after"),
         (&["run", "-m", &model, "--source", "v4l2:///dev/video7"], 2, "/dev/video7: no such device"),
         (&["run", "-m", &model, "--source", "v4l2:///dev/null"], 2, not_v4l2),
@@ -267,6 +267,18 @@ fn source_errors_and_misuse_are_one_line_errors() {
         (&["bench", "-m", &model, "--queue-depth", "3"], 2, "--queue-depth needs --source"),
         (&["bench", "-m", &model, "--preprocess", "gpu"], 2, "--preprocess needs --source"),
         (&["run", "-m", &model, "--source", "synthetic:64x48", "--preprocess", "gpu"], 2, gpu_on_cpu),
+        (&["bench", "-m", &model, "--reconnect", "3"], 2, "--reconnect needs --source"),
+        (&["run", "-m", &model, "--latency-ms", "0", "--input", "x.png"], 2, "--latency-ms needs --source"),
+        (&["bench", "-m", &model, "--rtsp-transport", "tcp"], 2, "--rtsp-transport needs --source"),
+        (&["run", "-m", &model, "--source", "synthetic:8x8", "--reconnect=-1"], 2, "--reconnect"),
+        (&["run", "-m", &model, "--source", "synthetic:8x8", "--latency-ms", "10001"], 2, "--latency-ms"),
+        (
+            &["run", "-m", &model, "--source", "synthetic:8x8", "--rtsp-transport", "quic"],
+            2,
+            "--rtsp-transport",
+        ),
+        (&["run", "-m", &model, "--source", "synthetic:8x8", "--fps=-1"], 2, "nor 0 (unpaced)"),
+        (&["run", "-m", &model, "--source", "synthetic:8x8", "--fps", "nan"], 2, "nor 0 (unpaced)"),
     ];
     for (args, code, message) in cases {
         let out = edgert(args);
