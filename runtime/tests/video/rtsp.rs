@@ -61,6 +61,8 @@ fn serve() {
 /// The child process serving on a port; killed when dropped.
 struct Server {
     child: Child,
+    /// What it serves (`SERVE`), to start it again.
+    spec: String,
 }
 
 impl Server {
@@ -75,7 +77,7 @@ impl Server {
         let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
         // libtest may print the test's name on the same line first.
         assert!(lines.any(|l| l.is_ok_and(|l| l.ends_with("READY"))), "the RTSP server did not start");
-        Server { child }
+        Server { child, spec: spec.to_string() }
     }
 
     fn stop(&mut self) {
@@ -97,6 +99,18 @@ fn free_port() -> u16 {
 
 fn digits() -> String {
     model("digits_mlp_nchw.toml").display().to_string()
+}
+
+/// A server on a free port, and a run reading from it over TCP with `extra` flags, 10 frames in.
+fn watching(extra: &[&str]) -> (Server, String, Child, Lines<BufReader<ChildStdout>>) {
+    let port = free_port();
+    let server = Server::start(&port.to_string());
+    let uri = format!("rtsp://127.0.0.1:{port}/test");
+    let digits = digits();
+    let args = ["run", "-m", &digits, "--source", &uri, "--rtsp-transport", "tcp", "--json"];
+    let (child, mut lines) = spawn(&[&args[..], extra].concat());
+    frames(&mut lines, 10);
+    (server, uri, child, lines)
 }
 
 /// The rest of a run's JSON lines once it has ended, its exit code and its stderr.
@@ -149,14 +163,7 @@ fn an_rtsp_stream_runs_with_glass_to_glass_from_packet_arrival() {
 #[test]
 fn a_server_that_stops_ends_the_run_with_its_report_and_exit_1() {
     let Some(()) = tools("rtsp server stopped") else { return };
-    let port = free_port();
-    let mut server = Server::start(&port.to_string());
-    let uri = format!("rtsp://127.0.0.1:{port}/test");
-    let digits = digits();
-    let args =
-        ["run", "-m", &digits, "--source", &uri, "--rtsp-transport", "tcp", "--timeout-s", "3", "--json"];
-    let (child, mut lines) = spawn(&args);
-    frames(&mut lines, 10);
+    let (mut server, uri, child, lines) = watching(&["--timeout-s", "3"]);
     server.stop();
     let (rest, code, err) = finish(child, lines);
     assert_eq!(code, Some(1), "{err}");
@@ -169,29 +176,10 @@ fn a_server_that_stops_ends_the_run_with_its_report_and_exit_1() {
 #[test]
 fn reconnect_rides_out_a_server_restart() {
     let Some(()) = tools("rtsp reconnect") else { return };
-    let port = free_port();
-    let mut server = Server::start(&port.to_string());
-    let uri = format!("rtsp://127.0.0.1:{port}/test");
-    let digits = digits();
-    let args = [
-        "run",
-        "-m",
-        &digits,
-        "--source",
-        &uri,
-        "--rtsp-transport",
-        "tcp",
-        "--timeout-s",
-        "2",
-        "--reconnect",
-        "10",
-        "--json",
-    ];
-    let (child, mut lines) = spawn(&args);
-    frames(&mut lines, 10);
+    let (mut server, _, child, mut lines) = watching(&["--timeout-s", "2", "--reconnect", "10"]);
     server.stop();
     std::thread::sleep(Duration::from_secs(2));
-    let _server = Server::start(&port.to_string());
+    let _server = Server::start(&server.spec);
     let restarted = Instant::now();
     // Frames again after the restart: the run carried on.
     let after = frames(&mut lines, 20);
