@@ -187,6 +187,10 @@ fn bad_video_sources_fail_in_one_line_with_exit_2() {
         ("gst:videotestsrc ! fakesink".into(), "appended"),
         ("gst:videotestsrc ! video/x-raw,format=I420 ! appsink name=edgert".into(), "not-negotiated"),
         ("csi://0".into(), "CSI cameras need JetPack's GStreamer plugins"),
+        (
+            "gst:videotestsrc num-buffers=1 ! video/x-raw,width=20000,height=2,format=GRAY8 ! appsink name=edgert".into(),
+            "over 16384 pixels a side",
+        ),
     ] {
         // A file is named by its path, other sources by their URI.
         let name = uri.strip_prefix("file:").unwrap_or(&uri);
