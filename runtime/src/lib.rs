@@ -3,6 +3,7 @@
 //! Loads an ONNX model (FP32, INT8 QDQ, pruned) described by a manifest, runs it on a backend
 //! (`Backend` → `Prepared` → `Session`), and measures what an edge engineer needs before shipping.
 
+pub mod annotate;
 pub mod backend;
 pub mod bench;
 pub mod capture;
@@ -17,6 +18,7 @@ pub mod limits;
 pub mod metrics;
 pub mod model;
 pub mod outfile;
+pub mod output;
 pub mod pipeline;
 pub mod postprocess;
 pub mod precision;

@@ -65,6 +65,8 @@ pub struct SourceBench {
     pub uri: String,
     pub options: SourceOptions,
     pub stream: crate::stream::StreamConfig,
+    /// Where annotated frames go, in every phase (`--output`, `--preview`).
+    pub outputs: crate::output::SharedOutputs,
 }
 
 /// How to read the board while measuring.

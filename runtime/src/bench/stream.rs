@@ -76,10 +76,18 @@ fn stream_phase(
     each: &mut dyn FnMut(&FrameResult),
 ) -> Result<StreamRun> {
     let mut source = source::open(&bench.uri, &bench.options)?;
-    let run = stream::run(pipeline, source.as_mut(), phase, &config.stop, &mut |r| {
-        each(r);
-        Ok(())
-    })?;
+    let mut outputs = bench.outputs.lock();
+    let run = stream::run(
+        pipeline,
+        source.as_mut(),
+        phase,
+        &config.stop,
+        &mut |r| {
+            each(r);
+            Ok(())
+        },
+        &mut outputs,
+    )?;
     let measuring = phase.min_frames > 0;
     match &run.stats.ending {
         Ending::Failed(_) | Ending::Interrupted if !measuring || run.stages.is_none() => {

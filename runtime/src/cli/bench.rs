@@ -13,6 +13,7 @@ use super::measure_args::{PowerArgs, TimingArgs};
 use super::source_args::{stop_on_signal, INTERRUPTED};
 use super::{emit, ModelArgs};
 use crate::bench::{self, output, BenchConfig, Progress, SourceBench};
+use crate::output::SharedOutputs;
 use crate::stream::Ending;
 use crate::Error;
 
@@ -75,11 +76,15 @@ impl BenchArgs {
             duration: timing.duration,
             min_iterations: timing.min_iterations,
             input: (self.input != "synthetic").then(|| PathBuf::from(&self.input)),
-            source: self.source.source.as_ref().map(|uri| SourceBench {
-                uri: uri.clone(),
-                options: self.source.open.options(),
-                stream: self.source.stream(),
-            }),
+            source: match &self.source.source {
+                Some(uri) => Some(SourceBench {
+                    uri: uri.clone(),
+                    options: self.source.open.options(),
+                    stream: self.source.stream(),
+                    outputs: SharedOutputs::new(self.source.show.open(&sensing.sysfs_root)?),
+                }),
+                None => None,
+            },
             sensing,
             scenario,
             load,

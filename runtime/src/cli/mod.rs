@@ -12,6 +12,7 @@ mod inspect;
 mod inspect_engine;
 mod measure_args;
 mod monitor;
+mod output_args;
 mod prediction_text;
 mod prometheus;
 mod report;

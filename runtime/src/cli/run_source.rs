@@ -24,6 +24,7 @@ pub fn main(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let uri = args.source.as_deref().expect("clap requires --source without --input");
+    let mut outputs = args.show.open(std::path::Path::new("/"))?;
     let mut source = source::open(uri, &args.open.options())?;
     // As the source shows itself: without an RTSP password.
     let uri = &source.info().uri.clone();
@@ -54,7 +55,7 @@ pub fn main(
         };
         emit(&line).map_err(|e| Error::Write { path: "stdout".into(), reason: e.to_string() })
     };
-    let run = stream::run(pipeline, source.as_mut(), &config, &stop, &mut print)?;
+    let run = stream::run(pipeline, source.as_mut(), &config, &stop, &mut print, &mut outputs)?;
     if json {
         emit(&json!({ "summary": run.stats, "stages": run.stages }).to_string())?;
     }

@@ -110,6 +110,8 @@ pub struct SourceArgs {
     /// in GPU memory; frames read in place on a Jetson) [default: cpu].
     #[arg(long, value_enum, value_name = "ON")]
     preprocess: Option<PreprocessOn>,
+    #[command(flatten)]
+    pub show: super::output_args::OutputArgs,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -146,7 +148,8 @@ impl SourceArgs {
             ("--reconnect", self.reconnect.is_some()),
             ("--preprocess", self.preprocess.is_some()),
         ];
-        match given.iter().chain(&self.open.given()).chain(others).find(|(_, given)| *given) {
+        let (open, show) = (self.open.given(), self.show.given());
+        match given.iter().chain(&open).chain(&show).chain(others).find(|(_, given)| *given) {
             Some((flag, _)) => Err(Error::Usage(format!("{flag} needs --source"))),
             None => Ok(()),
         }

@@ -5,7 +5,9 @@
 //! delivered it to its prediction.
 
 pub mod error;
+mod frames;
 mod gpu;
+mod output;
 pub mod queue;
 mod stages;
 #[cfg(test)]
@@ -18,6 +20,7 @@ use serde::Serialize;
 
 use crate::capture::source::{FrameClock, FrameSource};
 use crate::metrics::stats::{Latencies, LatencyStats, Stages};
+use crate::output::{OutputStats, Outputs};
 use crate::pipeline::Pipeline;
 use crate::postprocess::Prediction;
 use crate::Result;
@@ -98,6 +101,9 @@ pub struct StreamStats {
     pub achieved_fps: f64,
     pub frame_buffers: Buffers,
     pub tensor_buffers: Buffers,
+    /// The output stage, where `--output` or `--preview` gave it outputs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<OutputStats>,
     pub ending: Ending,
 }
 
@@ -127,14 +133,15 @@ impl StreamRun {
 }
 
 /// Runs `source` through `pipeline` until a limit, the end of the stream, `stop` or a failure.
-/// `on_result` sees every prediction, in order; an error from it ends the run. Errs only when the
-/// run cannot start.
+/// `on_result` sees every prediction, in order; an error from it ends the run. Annotated frames go
+/// to `outputs` (none: no output stage runs). Errs only when the run cannot start.
 pub fn run(
     pipeline: &mut Pipeline,
     source: &mut dyn FrameSource,
     config: &StreamConfig,
     stop: &AtomicBool,
     on_result: &mut dyn FnMut(&FrameResult) -> Result<()>,
+    outputs: &mut Outputs,
 ) -> Result<StreamRun> {
     let info = source.info().clone();
     let plan = pipeline.frame_preprocess(info.format, info.width, info.height)?;
@@ -162,6 +169,7 @@ pub fn run(
         stop,
         on_result,
         source,
+        outputs,
     );
     let samples = measured.samples;
     let stages = (|| {
@@ -199,6 +207,7 @@ pub fn run(
             achieved_fps: per_second(processed),
             frame_buffers: measured.frame_buffers,
             tensor_buffers: measured.tensor_buffers,
+            output: measured.output,
             ending: measured.ending,
         },
         stages,

@@ -2,7 +2,7 @@
 //! their oldest item, and pools that hand the same buffers round again.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, TrySendError};
@@ -34,14 +34,14 @@ pub struct Queue<T> {
     sender: Sender<T>,
     oldest: Receiver<T>,
     policy: DropPolicy,
-    dropped: AtomicU64,
+    dropped: Arc<AtomicU64>,
 }
 
 impl<T> Queue<T> {
     /// The queue and the consumer's end.
     pub fn bounded(depth: usize, policy: DropPolicy) -> (Queue<T>, Receiver<T>) {
         let (sender, receiver) = crossbeam_channel::bounded(depth.max(1));
-        (Queue { sender, oldest: receiver.clone(), policy, dropped: AtomicU64::new(0) }, receiver)
+        (Queue { sender, oldest: receiver.clone(), policy, dropped: Arc::default() }, receiver)
     }
 
     /// Queues `item`; items dropped to make room go to `recycle`. False when aborted.
@@ -74,6 +74,11 @@ impl<T> Queue<T> {
     /// Items dropped so far to make room for newer ones.
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
+    }
+
+    /// The count of dropped items, to read while the queue runs.
+    pub fn counter(&self) -> Arc<AtomicU64> {
+        self.dropped.clone()
     }
 }
 

@@ -6,7 +6,9 @@ use std::time::{Duration, Instant};
 use crossbeam_channel::Receiver;
 
 use super::error::{PassError, StageError};
+use super::frames::{Drops, FrameSlot};
 use super::gpu::{DeviceBuffer, GpuStage};
+use super::output::{output_stage, ToShow};
 use super::queue::{pop, DropPolicy, Pool, Queue};
 use super::{Buffers, Ending, FrameResult, StreamConfig};
 use crate::backend::Session;
@@ -14,6 +16,7 @@ use crate::capture::source::{Capture, FrameSource, SourceInfo};
 use crate::error::one_line;
 use crate::frame::Frame;
 use crate::metrics::stats::{ms, Latencies};
+use crate::output::{OutputStats, Outputs};
 use crate::pipeline::Postprocess;
 use crate::preprocess::plan::FramePlan;
 use crate::preprocess::Geometry;
@@ -27,20 +30,28 @@ const CAPTURE_SLICE: Duration = Duration::from_millis(100);
 /// re-enumerating.
 const RECONNECT_DELAY: Duration = Duration::from_secs(1);
 
-/// A captured frame, copied out of the source's buffer.
-struct FrameSlot {
-    data: Vec<u8>,
-    stride: usize,
-    sequence: u64,
-    timestamp: Duration,
-    captured_at: Instant,
-}
-
 struct Item {
     sequence: u64,
     timestamp: Duration,
     captured_at: Instant,
     geometry: Geometry,
+    /// The frame itself, kept for the output stage when there are outputs.
+    frame: Option<FrameSlot>,
+}
+
+/// The buffers in flight: a batch given back gives back the frames it kept too.
+struct Pools {
+    frames: Pool<FrameSlot>,
+    tensors: Pool<BatchSlot>,
+}
+
+impl Pools {
+    fn give_batch(&self, mut slot: BatchSlot) {
+        for frame in slot.items.drain(..).filter_map(|item| item.frame) {
+            self.frames.give(frame);
+        }
+        self.tensors.give(slot);
+    }
 }
 
 /// One inference's input: a batch's values in the model's input type (empty with GPU
@@ -73,6 +84,7 @@ pub(super) struct Measured {
     pub elapsed: Duration,
     pub frame_buffers: Buffers,
     pub tensor_buffers: Buffers,
+    pub output: Option<OutputStats>,
     pub ending: Ending,
 }
 
@@ -94,55 +106,71 @@ pub(super) fn run(
     stop: &AtomicBool,
     on_result: &mut dyn FnMut(&FrameResult) -> crate::Result<()>,
     source: &mut dyn FrameSource,
+    outputs: &mut Outputs,
 ) -> Measured {
     let depth = config.queue_depth.max(1);
     let batch = input_shape[0];
     let frame_bytes = info.format.frame_bytes(info.stride, info.height);
-    // Each buffer is either in a queue or held by one stage: that many never run out.
-    let frame_pool = (depth + 2) as u64;
-    let frames = Pool::new(frame_pool as usize, move || FrameSlot {
-        data: Vec::with_capacity(frame_bytes),
-        stride: 0,
-        sequence: 0,
-        timestamp: Duration::ZERO,
-        captured_at: Instant::now(),
-    });
     let tensor_pool = (2 * depth + 3) as u64;
+    // Each buffer is either in a queue or held by one stage: that many never run out. Frames
+    // shown travel with their batch, and then through the output queue and stage.
+    let showing = !outputs.is_empty();
+    let frame_pool =
+        (depth + 2) as u64 + if showing { tensor_pool * batch as u64 + depth as u64 + 1 } else { 0 };
     let host_values = if gpu.is_some() { 0 } else { input_shape.iter().product() };
-    let tensors = Pool::new(tensor_pool as usize, move || BatchSlot {
-        values: BatchValues::zeros(input_dtype, host_values),
-        device: None,
-        items: Vec::with_capacity(batch),
-        preprocess: Duration::ZERO,
-        inference: Duration::ZERO,
-    });
+    let pools = Pools {
+        frames: Pool::new(frame_pool as usize, move || FrameSlot {
+            data: Vec::with_capacity(frame_bytes),
+            stride: 0,
+            sequence: 0,
+            timestamp: Duration::ZERO,
+            captured_at: Instant::now(),
+        }),
+        tensors: Pool::new(tensor_pool as usize, move || BatchSlot {
+            values: BatchValues::zeros(input_dtype, host_values),
+            device: None,
+            items: Vec::with_capacity(batch),
+            preprocess: Duration::ZERO,
+            inference: Duration::ZERO,
+        }),
+    };
     let abort = AtomicBool::new(false);
     let (to_preprocess, preprocess_in) = Queue::bounded(depth, config.drop);
     let (to_inference, inference_in) = Queue::bounded(depth, config.drop);
     let (to_postprocess, postprocess_in) = Queue::bounded(depth, DropPolicy::None);
-    let (capture, preprocessed, inferred, posted) = std::thread::scope(|s| {
-        let capture = s.spawn(|| capture_stage(source, info, config, stop, &abort, &frames, to_preprocess));
+    let (to_output, output_in) = Queue::bounded(depth, config.drop);
+    let output_dropped = to_output.counter();
+    let drops = Drops(vec![to_preprocess.counter(), to_inference.counter(), output_dropped.clone()]);
+    let to_output = showing.then_some(to_output);
+    let (capture, preprocessed, inferred, posted, shown) = std::thread::scope(|s| {
+        let capture =
+            s.spawn(|| capture_stage(source, info, config, stop, &abort, &pools.frames, to_preprocess));
         let preprocessed = s.spawn(|| {
             let passes = Passes { plan, gpu };
-            preprocess_stage(info, passes, batch, &abort, &frames, &tensors, preprocess_in, to_inference)
+            preprocess_stage(info, passes, batch, showing, &abort, &pools, preprocess_in, to_inference)
         });
         let inferred =
-            s.spawn(|| inference_stage(session, input_shape, &abort, &tensors, inference_in, to_postprocess));
-        let posted = postprocess_stage(postprocess, &abort, &tensors, postprocess_in, on_result);
+            s.spawn(|| inference_stage(session, input_shape, &abort, &pools, inference_in, to_postprocess));
+        let shown = showing
+            .then(|| s.spawn(|| output_stage(info, outputs, &abort, &pools.frames, output_in, &drops)));
+        let posted = postprocess_stage(postprocess, &abort, &pools, postprocess_in, to_output, on_result);
         (
             joined("capture", capture.join()),
             joined("preprocess", preprocessed.join()),
             joined("inference", inferred.join()),
             posted,
+            shown.map(|shown| joined("output", shown.join())),
         )
     });
     let (samples, last) = posted.0;
+    let (shows, shown) = shown.map_or((None, Ok(())), |(shows, result)| (Some(shows), result));
     // A failing stage explains the end better than what the capture thread saw as it stopped.
-    let ending = [posted.1.as_ref().err(), preprocessed.as_ref().err(), inferred.as_ref().err()]
-        .into_iter()
-        .flatten()
-        .next()
-        .map_or(capture.ending, |failed| Ending::Failed(failed.to_string()));
+    let ending =
+        [posted.1.as_ref().err(), preprocessed.as_ref().err(), inferred.as_ref().err(), shown.as_ref().err()]
+            .into_iter()
+            .flatten()
+            .next()
+            .map_or(capture.ending, |failed| Ending::Failed(failed.to_string()));
     let elapsed = match (capture.first, last) {
         (Some(first), Some(last)) => last - first,
         _ => Duration::ZERO,
@@ -155,8 +183,9 @@ pub(super) fn run(
         reconnects: capture.reconnects,
         dropped: (capture.dropped, preprocessed.unwrap_or(0)),
         elapsed,
-        frame_buffers: Buffers { pooled: frame_pool, made: frames.made() },
-        tensor_buffers: Buffers { pooled: tensor_pool, made: tensors.made() },
+        frame_buffers: Buffers { pooled: frame_pool, made: pools.frames.made() },
+        tensor_buffers: Buffers { pooled: tensor_pool, made: pools.tensors.made() },
+        output: shows.map(|shows| shows.stats(outputs, output_dropped.load(Ordering::Relaxed))),
         ending,
     }
 }
@@ -313,9 +342,9 @@ fn preprocess_stage(
     info: &SourceInfo,
     mut passes: Passes,
     batch: usize,
+    keep_frames: bool,
     abort: &AtomicBool,
-    frames: &Pool<FrameSlot>,
-    tensors: &Pool<BatchSlot>,
+    pools: &Pools,
     input: Receiver<FrameSlot>,
     output: Queue<BatchSlot>,
 ) -> Result<u64, StageError> {
@@ -324,10 +353,10 @@ fn preprocess_stage(
         abort.store(true, Ordering::Relaxed);
         Err(StageError::Preprocess { uri: info.uri.clone(), reason })
     };
-    let send = |slot: BatchSlot| output.push(slot, abort, |old| tensors.give(old));
+    let send = |slot: BatchSlot| output.push(slot, abort, |old| pools.give_batch(old));
     while let Some(frame) = pop(&input, abort) {
         let slot = filling.get_or_insert_with(|| {
-            let mut slot = tensors.take();
+            let mut slot = pools.tensors.take();
             slot.items.clear();
             slot.preprocess = Duration::ZERO;
             slot
@@ -341,16 +370,25 @@ fn preprocess_stage(
             geometry = geometry.and_then(|g| passes.finish().map(|()| g));
         }
         slot.preprocess += started.elapsed();
-        let item = geometry.map(|geometry| Item {
+        let mut item = geometry.map(|geometry| Item {
             sequence: frame.sequence,
             timestamp: frame.timestamp,
             captured_at: frame.captured_at,
             geometry,
+            frame: None,
         });
-        frames.give(frame);
+        match &mut item {
+            Ok(item) if keep_frames => item.frame = Some(frame),
+            _ => pools.frames.give(frame),
+        }
         match item {
             Ok(item) => slot.items.push(item),
-            Err(reason) => return fail(reason),
+            Err(reason) => {
+                if let Some(partial) = filling.take() {
+                    pools.give_batch(partial);
+                }
+                return fail(reason);
+            }
         }
         if slot.items.len() == batch && !send(filling.take().expect("filled")) {
             break;
@@ -370,7 +408,7 @@ fn inference_stage(
     session: &mut dyn Session,
     shape: &[usize],
     abort: &AtomicBool,
-    tensors: &Pool<BatchSlot>,
+    pools: &Pools,
     input: Receiver<BatchSlot>,
     output: Queue<(BatchSlot, Vec<HostTensor>)>,
 ) -> Result<(), StageError> {
@@ -383,12 +421,12 @@ fn inference_stage(
         match outputs {
             Ok(outputs) => {
                 slot.inference = started.elapsed();
-                if !output.push((slot, outputs), abort, |(old, _)| tensors.give(old)) {
+                if !output.push((slot, outputs), abort, |(old, _)| pools.give_batch(old)) {
                     break;
                 }
             }
             Err(e) => {
-                tensors.give(slot);
+                pools.give_batch(slot);
                 abort.store(true, Ordering::Relaxed);
                 return Err(StageError::Inference(e));
             }
@@ -397,20 +435,22 @@ fn inference_stage(
     Ok(())
 }
 
-/// Predictions handed to `on_result`; the samples, the time of the last prediction, and whether
-/// `on_result` failed.
+/// Predictions handed to `on_result`, and with their frames to the output stage where there is
+/// one; the samples, the time of the last prediction, and whether `on_result` failed.
 fn postprocess_stage(
     postprocess: &Postprocess,
     abort: &AtomicBool,
-    tensors: &Pool<BatchSlot>,
+    pools: &Pools,
     input: Receiver<(BatchSlot, Vec<HostTensor>)>,
+    to_output: Option<Queue<ToShow>>,
     on_result: &mut dyn FnMut(&FrameResult) -> crate::Result<()>,
 ) -> ((Samples, Option<Instant>), Result<(), StageError>) {
     let mut samples = Samples::default();
     let mut last = None;
-    while let Some((slot, outputs)) = pop(&input, abort) {
+    while let Some((mut slot, outputs)) = pop(&input, abort) {
         let mut spent = Duration::ZERO;
-        for (i, item) in slot.items.iter().enumerate() {
+        let mut failed = None;
+        for (i, item) in slot.items.iter_mut().enumerate() {
             let started = Instant::now();
             let prediction = postprocess.run(&outputs, i, &item.geometry);
             let done = Instant::now();
@@ -424,16 +464,30 @@ fn postprocess_stage(
                 prediction: &prediction,
             };
             if let Err(reason) = on_result(&result) {
-                abort.store(true, Ordering::Relaxed);
-                tensors.give(slot);
-                return ((samples, last), Err(StageError::Output(reason)));
+                failed = Some(reason);
+                break;
             }
+            if let (Some(queue), Some(frame)) = (&to_output, item.frame.take()) {
+                let show = ToShow {
+                    frame,
+                    sequence: item.sequence,
+                    glass_to_glass,
+                    inference: slot.inference,
+                    prediction,
+                };
+                queue.push(show, abort, |old| pools.frames.give(old.frame));
+            }
+        }
+        if let Some(reason) = failed {
+            abort.store(true, Ordering::Relaxed);
+            pools.give_batch(slot);
+            return ((samples, last), Err(StageError::Output(reason)));
         }
         samples.preprocess.record(ms(slot.preprocess));
         samples.inference.record(ms(slot.inference));
         samples.postprocess.record(ms(spent));
         last = Some(Instant::now());
-        tensors.give(slot);
+        pools.give_batch(slot);
     }
     ((samples, last), Ok(()))
 }

@@ -92,11 +92,18 @@ fn stream(
     mut each: impl FnMut(u64) -> crate::Result<()>,
 ) -> (StreamRun, Vec<u64>) {
     let mut seen = Vec::new();
-    let run = run(pipeline, source, config, stop, &mut |r: &FrameResult| {
-        assert!(matches!(r.prediction, Prediction::Classes(c) if c.len() == 3));
-        seen.push(r.sequence);
-        each(r.sequence)
-    })
+    let run = run(
+        pipeline,
+        source,
+        config,
+        stop,
+        &mut |r: &FrameResult| {
+            assert!(matches!(r.prediction, Prediction::Classes(c) if c.len() == 3));
+            seen.push(r.sequence);
+            each(r.sequence)
+        },
+        &mut Outputs::none(),
+    )
     .unwrap();
     (run, seen)
 }
@@ -224,7 +231,8 @@ fn gpu_preprocessing_is_refused_for_a_backend_that_reads_host_memory_before_any_
     let mut source = Synthetic::new("synthetic:64x48,yuyv", PixelFormat::Yuyv, 64, 48, None).unwrap();
     let config = StreamConfig { gpu_preprocess: true, ..config(DropPolicy::None, 5) };
     let stop = AtomicBool::new(false);
-    let error = run(&mut pipeline, &mut source, &config, &stop, &mut |_| Ok(())).err().unwrap();
+    let error =
+        run(&mut pipeline, &mut source, &config, &stop, &mut |_| Ok(()), &mut Outputs::none()).err().unwrap();
     let message = error.to_string();
     assert!(message.contains("which backend 'cpu' does not read: use --backend tensorrt"), "{message}");
     assert_eq!(error.exit_code(), 2);

@@ -613,7 +613,14 @@ fn gpu_preprocessing_into_an_engine_says_what_this_machine_lacks() {
         reconnect: 0,
     };
     let stop = std::sync::atomic::AtomicBool::new(false);
-    let error = match crate::stream::run(&mut pipeline, &mut source, &config, &stop, &mut |_| Ok(())) {
+    let error = match crate::stream::run(
+        &mut pipeline,
+        &mut source,
+        &config,
+        &stop,
+        &mut |_| Ok(()),
+        &mut crate::output::Outputs::none(),
+    ) {
         Ok(_) => return eprintln!("skipped: this machine has CUDA and a GPU"),
         Err(error) => error,
     };

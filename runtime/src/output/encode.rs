@@ -1,0 +1,60 @@
+//! Annotated frames as JPEG or PNG bytes.
+
+use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
+
+use crate::annotate::canvas::Canvas;
+
+/// Encodes `canvas` into `out` (cleared first): 4:2:0, what browsers and players expect.
+pub fn jpeg(canvas: &Canvas, quality: u8, out: &mut Vec<u8>) -> Result<(), String> {
+    out.clear();
+    let mut encoder = Encoder::new(&mut *out, quality.clamp(1, 100));
+    encoder.set_sampling_factor(SamplingFactor::R_4_2_0);
+    encoder
+        .encode(&canvas.pixels, side(canvas.width)?, side(canvas.height)?, ColorType::Rgb)
+        .map_err(|e| format!("JPEG encoding failed: {e}"))
+}
+
+pub fn png(canvas: &Canvas, out: &mut Vec<u8>) -> Result<(), String> {
+    use image::ImageEncoder;
+    out.clear();
+    let encoder = image::codecs::png::PngEncoder::new_with_quality(
+        &mut *out,
+        image::codecs::png::CompressionType::Fast,
+        image::codecs::png::FilterType::Sub,
+    );
+    encoder
+        .write_image(
+            &canvas.pixels,
+            canvas.width as u32,
+            canvas.height as u32,
+            image::ExtendedColorType::Rgb8,
+        )
+        .map_err(|e| format!("PNG encoding failed: {e}"))
+}
+
+/// JPEG sides are 16-bit.
+fn side(n: usize) -> Result<u16, String> {
+    u16::try_from(n).map_err(|_| format!("a {n}-pixel side is more than JPEG holds"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_decode_back_to_the_canvas() {
+        let mut canvas = Canvas::new(64, 48);
+        canvas.fill(0, 0, 32, 48, [200, 30, 30]);
+        let mut bytes = Vec::new();
+        png(&canvas, &mut bytes).unwrap();
+        let decoded = image::load_from_memory(&bytes).unwrap().to_rgb8();
+        assert_eq!(decoded.as_raw(), &canvas.pixels);
+        jpeg(&canvas, 90, &mut bytes).unwrap();
+        let decoded = image::load_from_memory(&bytes).unwrap().to_rgb8();
+        assert_eq!(decoded.dimensions(), (64, 48));
+        let error: u32 =
+            decoded.as_raw().iter().zip(&canvas.pixels).map(|(&a, &b)| a.abs_diff(b) as u32).max().unwrap();
+        assert!(error < 40, "{error}");
+        assert_eq!(decoded.get_pixel(8, 24).0.map(|v| v / 10), [20, 3, 3]);
+    }
+}

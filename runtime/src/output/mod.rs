@@ -1,0 +1,133 @@
+//! Where annotated frames go (`--output`, `--preview`): sinks the stream's output stage writes each
+//! shown frame to, in the order given. The stage draws and encodes once per frame; a sink that
+//! takes JPEG gets the same bytes as every other.
+
+pub mod dir;
+pub mod encode;
+pub mod preview;
+pub mod recent;
+pub mod uri;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use serde::Serialize;
+
+use crate::annotate::canvas::Canvas;
+use crate::annotate::Overlay;
+use crate::metrics::power::OpenSensors;
+use crate::metrics::stats::LatencyStats;
+use crate::Error;
+pub use uri::OutputUri;
+
+/// One annotated frame, as the sinks see it.
+pub struct Shown<'a> {
+    pub sequence: u64,
+    pub canvas: &'a Canvas,
+    /// The frame as JPEG, when a sink asked for it.
+    pub jpeg: Option<&'a [u8]>,
+    pub overlay: &'a Overlay,
+    /// Frames dropped so far anywhere in the pipeline, output included.
+    pub dropped: u64,
+}
+
+pub trait Sink: Send {
+    /// What the report calls it.
+    fn name(&self) -> String;
+    /// Whether the next frame should be encoded as JPEG for it.
+    fn wants_jpeg(&self) -> bool;
+    /// An error ends the run (a full disk); a client going away is not one.
+    fn write(&mut self, frame: &Shown) -> Result<(), String>;
+    /// The most viewers at once, for sinks that serve them.
+    fn most_clients(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// The sinks of a run, and the power sensors the overlay reads (where the board has them).
+#[derive(Default)]
+pub struct Outputs {
+    pub sinks: Vec<Box<dyn Sink>>,
+    pub power: Option<OpenSensors>,
+    /// JPEG quality, 1 to 100.
+    pub quality: u8,
+}
+
+/// JPEG quality of annotated frames: small enough for a board's uplink, sharp enough for labels.
+pub const DEFAULT_QUALITY: u8 = 80;
+
+impl Outputs {
+    pub fn none() -> Outputs {
+        Outputs::default()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.sinks.is_empty()
+    }
+
+    /// Opens each `--output`: checked before the run, so a bad folder costs nothing.
+    pub fn open(uris: &[OutputUri]) -> Result<Outputs, Error> {
+        let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
+        for uri in uris {
+            match uri {
+                OutputUri::Dir { path, format } => sinks.push(Box::new(dir::Dir::open(path, *format)?)),
+                OutputUri::Video(path) => {
+                    return Err(Error::Usage(format!(
+                        "--output file:{}: video files are not written yet; write frames to dir:PATH",
+                        path.display()
+                    )))
+                }
+                OutputUri::Rtsp(uri) | OutputUri::Rtp(uri) => {
+                    return Err(Error::Usage(format!(
+                        "--output {uri}: streams are not served yet; use --preview ADDR to watch in a browser"
+                    )))
+                }
+            }
+        }
+        Ok(Outputs { sinks, power: None, quality: DEFAULT_QUALITY })
+    }
+}
+
+/// Outputs kept across the phases of a bench, each of which runs the stream again.
+#[derive(Clone, Default)]
+pub struct SharedOutputs(Arc<Mutex<Outputs>>);
+
+impl SharedOutputs {
+    pub fn new(outputs: Outputs) -> SharedOutputs {
+        SharedOutputs(Arc::new(Mutex::new(outputs)))
+    }
+
+    pub fn lock(&self) -> MutexGuard<'_, Outputs> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl std::fmt::Debug for SharedOutputs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.lock().sinks.iter().map(|s| s.name())).finish()
+    }
+}
+
+/// What the output stage did: `runs[].stream.output` in the bench report.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputStats {
+    pub outputs: Vec<SinkStats>,
+    /// Frames annotated and handed to the outputs.
+    pub frames_shown: u64,
+    /// Predicted frames the output stage had no time for (`--drop latest`): their inferences
+    /// still counted, only the picture was skipped.
+    pub dropped_before_output: u64,
+    /// Converting the frame to RGB and drawing on it.
+    pub annotate: Option<LatencyStats>,
+    /// JPEG encoding, on frames some output wanted it for.
+    pub encode: Option<LatencyStats>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct SinkStats {
+    pub output: String,
+    pub frames: u64,
+    pub write: Option<LatencyStats>,
+    /// A preview's most browsers at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub most_clients: Option<u64>,
+}

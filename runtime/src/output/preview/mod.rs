@@ -1,0 +1,79 @@
+//! `--preview ADDR`: a small web server on the board with one page showing the annotated stream
+//! (MJPEG over HTTP) and live charts of its rate, latency, drops, power and temperature. Loopback
+//! unless `--preview-public`; every request needs the token printed at start, so nobody on the
+//! network watches the camera uninvited. Each browser has a thread of its own: a slow or stalled
+//! one gets fewer frames, and never holds up the pipeline, which only swaps the latest frame in.
+
+mod hub;
+mod server;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use hub::Hub;
+
+use super::{Shown, Sink};
+use crate::Error;
+
+/// Browsers served at once; more are told to come back later.
+pub const MAX_CLIENTS: usize = 8;
+
+pub struct Preview {
+    hub: Arc<Hub>,
+    server: Option<JoinHandle<()>>,
+    /// Where it listens, and the page's address with the token.
+    pub address: SocketAddr,
+    pub url: String,
+}
+
+impl Preview {
+    /// Binds `address` (port 0 picks a free one) and serves on a thread of its own. `public`
+    /// allows addresses other than loopback; `sysfs` is where temperatures are read.
+    pub fn start(address: &str, public: bool, sysfs: &std::path::Path) -> Result<Preview, Error> {
+        let wanted: SocketAddr = address
+            .parse()
+            .map_err(|_| Error::Usage(format!("--preview {address}: not an address like 127.0.0.1:8090")))?;
+        if !wanted.ip().is_loopback() && !public {
+            return Err(Error::Usage(format!(
+                "--preview {address}: not a loopback address; add --preview-public to show the camera to the network"
+            )));
+        }
+        let token = hub::token().map_err(|e| Error::Serve { address: address.into(), reason: e })?;
+        let http = tiny_http::Server::http(wanted)
+            .map_err(|e| Error::Serve { address: address.into(), reason: e.to_string() })?;
+        let bound = http.server_addr().to_ip().unwrap_or(wanted);
+        let hub = Arc::new(Hub::new(token, sysfs));
+        let server = server::spawn(http, hub.clone());
+        let url = format!("http://{bound}/?token={}", hub.token);
+        Ok(Preview { hub, server: Some(server), address: bound, url })
+    }
+}
+
+impl Sink for Preview {
+    fn name(&self) -> String {
+        format!("preview:http://{}/", self.address)
+    }
+
+    fn wants_jpeg(&self) -> bool {
+        self.hub.watched()
+    }
+
+    fn write(&mut self, frame: &Shown) -> Result<(), String> {
+        self.hub.publish(frame);
+        Ok(())
+    }
+
+    fn most_clients(&self) -> Option<u64> {
+        Some(self.hub.most_clients())
+    }
+}
+
+impl Drop for Preview {
+    fn drop(&mut self) {
+        self.hub.close();
+        if let Some(server) = self.server.take() {
+            let _ = server.join();
+        }
+    }
+}

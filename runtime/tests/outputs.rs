@@ -1,0 +1,161 @@
+//! Annotated frames out of a `--source` run: images in a folder checked on their pixels, the live
+//! preview served over HTTP and shown in a headless browser, and the ways each is refused.
+
+mod common;
+
+#[path = "outputs/browser.rs"]
+mod browser;
+#[path = "outputs/preview.rs"]
+mod preview;
+
+use std::path::Path;
+
+use common::{edgert, fails, image, model, stderr, stdout};
+use edgert::annotate::palette::{class_colour, ink_on};
+use serde_json::Value;
+
+fn json_lines(text: &str) -> Vec<Value> {
+    text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// One frame of `photo` through `manifest`, drawn as PNG into `dir`: the prediction and the image.
+fn annotated(manifest: &str, photo: &str, dir: &Path) -> (Value, image::RgbImage, Value) {
+    let manifest = model(manifest).display().to_string();
+    let source = format!("file:{}", image(photo).display());
+    let output = format!("dir:{}?format=png", dir.display());
+    let out = edgert(&[
+        "run", "-m", &manifest, "--source", &source, "--frames", "1", "--drop", "none", "--output", &output,
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let lines = json_lines(&stdout(&out));
+    let file = dir.join(format!("frame-{:08}.png", lines[0]["sequence"].as_u64().unwrap()));
+    let picture = image::open(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display())).to_rgb8();
+    (lines[0]["prediction"].clone(), picture, lines[1]["summary"].clone())
+}
+
+#[test]
+fn yolo_boxes_are_drawn_in_their_class_colour_where_they_were_predicted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (prediction, picture, summary) = annotated("yolov3_tiny_coco_int8_qdq.toml", "bus.jpg", dir.path());
+    let boxes = prediction["boxes"].as_array().unwrap();
+    assert!(boxes.len() >= 3, "{prediction}");
+    let (w, h) = picture.dimensions();
+    for b in boxes {
+        let colour = class_colour(b["class_id"].as_u64().unwrap() as usize);
+        let [x0, y0, x1, y1] = [0, 1, 2, 3].map(|i| b["bbox"][i].as_f64().unwrap().round() as i64);
+        // Along the left and right edges, a pixel inside the line, over the box's lower half
+        // (its label and the overlay sit near tops): mostly the class colour, where later boxes
+        // do not cross it.
+        let rows = ((y0 + y1) / 2..y1 - 4).step_by(5);
+        let points: Vec<(i64, i64)> = rows.flat_map(|y| [(x0 + 1, y), (x1 - 2, y)]).collect();
+        let inside: Vec<_> =
+            points.iter().filter(|&&(x, y)| x >= 0 && y >= 0 && x < w as i64 && y < h as i64).collect();
+        let hits =
+            inside.iter().filter(|&&&(x, y)| picture.get_pixel(x as u32, y as u32).0 == colour).count();
+        assert!(
+            inside.len() >= 4 && hits * 10 >= inside.len() * 7,
+            "{b}: {hits} of {} edge pixels in {colour:?}",
+            inside.len()
+        );
+        // A little way inside the box, the photo.
+        let (cx, cy) = ((x0 + x1) / 2, (y0 + y1) / 2 + 9);
+        assert_ne!(picture.get_pixel(cx as u32, cy as u32).0, colour, "{b}: the inside is not painted");
+    }
+    let output = &summary["output"];
+    assert_eq!(output["frames_shown"], 1, "{summary}");
+    assert_eq!(output["outputs"][0]["frames"], 1, "{summary}");
+    assert!(output["outputs"][0]["output"].as_str().unwrap().starts_with("dir:"), "{summary}");
+    assert!(output["annotate"]["p50_ms"].as_f64().unwrap() > 0.0, "{summary}");
+    // PNG only: nothing was JPEG-encoded.
+    assert!(output["encode"].is_null(), "{summary}");
+}
+
+#[test]
+fn a_classifiers_top_classes_are_labelled_in_their_colours() {
+    let dir = tempfile::tempdir().unwrap();
+    let (prediction, picture, _) = annotated("mobilenetv2_fp32.toml", "chelsea.png", dir.path());
+    let top = prediction["classes"][0]["class_id"].as_u64().unwrap() as usize;
+    let colour = class_colour(top);
+    // The first label bar: the first row near the left edge in the top class's colour, below the
+    // overlay's dark panel.
+    let bar = (0..picture.height() / 2).find(|&y| picture.get_pixel(1, y).0 == colour).expect("a label bar");
+    let mut ink = 0;
+    for y in bar..bar + 8 {
+        for x in 0..80 {
+            ink += (picture.get_pixel(x, y).0 == ink_on(colour)) as u32;
+        }
+    }
+    assert!(ink > 20, "the label's text has {ink} pixels");
+    assert!(picture.get_pixel(2, 2).0.iter().all(|&v| v < 128 || v == 255), "the panel darkens the corner");
+}
+
+#[test]
+fn jpeg_frames_are_written_one_per_frame() {
+    let dir = tempfile::tempdir().unwrap();
+    let digits = model("digits_mlp_nchw.toml").display().to_string();
+    let folder = dir.path().join("made/here");
+    let out = edgert(&[
+        "run",
+        "-m",
+        &digits,
+        "--source",
+        "synthetic:96x64@200",
+        "--frames",
+        "12",
+        "--drop",
+        "none",
+        "--output",
+        &folder.display().to_string(),
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut names: Vec<String> = std::fs::read_dir(&folder)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), 12, "{names:?}");
+    assert!(names.iter().all(|n| n.starts_with("frame-") && n.ends_with(".jpg")), "{names:?}");
+    for name in &names {
+        let picture = image::open(folder.join(name)).unwrap();
+        assert_eq!((picture.width(), picture.height()), (96, 64));
+    }
+    let summary = &json_lines(&stdout(&out))[12]["summary"];
+    assert_eq!(summary["output"]["frames_shown"], 12, "{summary}");
+    assert_eq!(summary["output"]["dropped_before_output"], 0, "{summary}");
+    assert_eq!(summary["output"]["encode"]["count"], 12, "{summary}");
+}
+
+#[test]
+fn bad_outputs_are_refused_before_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let digits = model("digits_mlp_nchw.toml").display().to_string();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "x").unwrap();
+    let run = |output: &str| {
+        ["run", "-m", &digits, "--source", "synthetic:32x32", "--frames", "1", "--output", output]
+            .map(String::from)
+    };
+    for (output, code, says) in [
+        ("http://host/x", 2, "unknown scheme 'http'"),
+        ("clip.mp4", 2, "file:clip.mp4"),
+        ("dir:", 2, "names no folder"),
+        ("dir:x?format=gif", 2, "?format=jpg"),
+        ("file:clip.avi", 2, ".mp4 or .mkv"),
+        ("file:clip.mp4", 2, "not written yet"),
+        ("rtsp://127.0.0.1:8554/live", 2, "not served yet"),
+        (&file.display().to_string(), 1, "is not a folder"),
+        (&format!("dir:{}/under", file.display()), 1, "a-file"),
+    ] {
+        let args = run(output);
+        fails(&args.iter().map(String::as_str).collect::<Vec<_>>(), code, &[says]);
+    }
+    // Output flags without a source.
+    fails(
+        &["run", "-m", &digits, "--input", &image("chelsea.png").display().to_string(), "--output", "dir:x"],
+        2,
+        &["--output needs --source"],
+    );
+    fails(&["bench", "-m", &digits, "--preview", "127.0.0.1:0"], 2, &["--preview needs --source"]);
+}

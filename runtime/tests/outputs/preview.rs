@@ -1,0 +1,157 @@
+//! `--preview`: the page, the MJPEG stream and the figures over plain HTTP, two viewers and a
+//! stalled one, the token, and the refusals.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use super::common::{command, emulated, fails, model};
+use super::json_lines;
+
+/// GET `path` from `address`: the status and the body.
+fn get(address: &str, path: &str) -> (u16, Vec<u8>) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {address}\r\nConnection: close\r\n\r\n").unwrap();
+    let mut reply = Vec::new();
+    stream.read_to_end(&mut reply).unwrap();
+    let head_end = reply.windows(4).position(|w| w == b"\r\n\r\n").expect("a header");
+    let status = String::from_utf8_lossy(&reply[9..12]).parse().unwrap();
+    (status, reply[head_end + 4..].to_vec())
+}
+
+/// Opens the MJPEG stream and reads `n` JPEG parts from it.
+fn frames(address: &str, query: &str, n: usize) -> Vec<Vec<u8>> {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(stream, "GET /stream.mjpg{query} HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.starts_with("HTTP/1.1 200"), "{line}");
+    let mut parts = Vec::new();
+    let mut length = None;
+    while parts.len() < n {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+        if let Some(value) = line.strip_prefix("Content-Length: ") {
+            length = Some(value.trim().parse::<usize>().unwrap());
+        } else if line == "\r\n" {
+            if let Some(n) = length.take() {
+                let mut jpeg = vec![0; n];
+                reader.read_exact(&mut jpeg).unwrap();
+                parts.push(jpeg);
+            }
+        }
+    }
+    parts
+}
+
+#[test]
+fn two_viewers_get_frames_a_stalled_one_slows_nothing_and_the_token_is_required() {
+    let digits = model("digits_mlp_nchw.toml").display().to_string();
+    let mut child = command(&[
+        "run",
+        "-m",
+        &digits,
+        "--source",
+        "synthetic:160x120@30",
+        "--duration-s",
+        "6",
+        "--preview",
+        "127.0.0.1:0",
+        "--json",
+    ])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut errors = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    errors.read_line(&mut line).unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("edgert: preview at http://")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_string();
+    let (address, query) = url.split_once('/').map(|(a, q)| (a.to_string(), q.to_string())).unwrap();
+    assert!(query.starts_with("?token=") && query.len() == "?token=".len() + 32, "{query}");
+
+    // Without the token, or with another, nothing is served.
+    for path in ["/", "/stream.mjpg", "/stats.json", "/frame.jpg", "/?token=", "/stats.json?token=0123"] {
+        assert_eq!(get(&address, path).0, 403, "{path}");
+    }
+    let (status, page) = get(&address, &format!("/{query}"));
+    assert_eq!(status, 200);
+    assert!(String::from_utf8_lossy(&page).contains("edgert preview"));
+    assert_eq!(get(&address, &format!("/nothing{query}")).0, 404);
+
+    // A viewer that connects and never reads.
+    let mut stalled = TcpStream::connect(&address).unwrap();
+    write!(stalled, "GET /stream.mjpg{query} HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap();
+
+    // Two viewers at once, each getting new frames.
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| frames(&address, &query, 5));
+        let b = s.spawn(|| frames(&address, &query, 5));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    for parts in [&a, &b] {
+        assert!(parts.iter().all(|jpeg| jpeg.starts_with(&[0xff, 0xd8])), "JPEG parts");
+        assert_ne!(parts[0], parts[4], "the picture changes");
+        let decoded = image::load_from_memory(&parts[4]).unwrap();
+        assert_eq!((decoded.width(), decoded.height()), (160, 120));
+    }
+    let started = Instant::now();
+    let figures = loop {
+        let (status, body) = get(&address, &format!("/stats.json{query}"));
+        assert_eq!(status, 200);
+        let figures: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        if figures["fps"].as_f64().unwrap() > 0.0 || started.elapsed() > Duration::from_secs(3) {
+            break figures;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    let (status, jpeg) = get(&address, &format!("/frame.jpg{query}"));
+    assert!(status == 200 && jpeg.starts_with(&[0xff, 0xd8]) || status == 503, "{status}");
+
+    let out = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    errors.read_to_string(&mut rest).unwrap();
+    assert!(out.status.success(), "{rest}");
+    drop(stalled);
+    let lines = json_lines(&String::from_utf8_lossy(&out.stdout));
+    let summary = &lines.last().unwrap()["summary"];
+    let achieved = summary["achieved_fps"].as_f64().unwrap();
+    // Paced at 30: a stalled viewer costs the pipeline nothing it could see (natively: under an
+    // emulator the pipeline itself may not keep up).
+    if !emulated() {
+        assert!(achieved >= 0.95 * 30.0, "{summary}");
+        let fps = figures["fps"].as_f64().unwrap();
+        assert!((fps - achieved).abs() <= 0.2 * achieved, "figures {fps} vs report {achieved}: {figures}");
+    }
+    let preview = &summary["output"]["outputs"][0];
+    assert!(preview["output"].as_str().unwrap().starts_with("preview:http://127.0.0.1:"), "{summary}");
+    assert!(preview["most_clients"].as_u64().unwrap() >= 3, "{summary}");
+}
+
+#[test]
+fn previews_are_refused_off_loopback_without_the_flag_and_on_a_taken_port() {
+    let digits = model("digits_mlp_nchw.toml").display().to_string();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["run", "-m", &digits, "--source", "synthetic:32x32", "--frames", "1"];
+        args.extend_from_slice(extra);
+        args.into_iter().map(String::from).collect::<Vec<_>>()
+    };
+    let refused = |extra: &[&str], code, says: &str| {
+        let args = run(extra);
+        fails(&args.iter().map(String::as_str).collect::<Vec<_>>(), code, &[says]);
+    };
+    refused(&["--preview", "0.0.0.0:0"], 2, "add --preview-public");
+    refused(&["--preview", "localhost"], 2, "not an address like 127.0.0.1:8090");
+    refused(&["--preview-public"], 2, "--preview-public needs --preview");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap().to_string();
+    refused(&["--preview", &address], 1, &address);
+}
