@@ -114,7 +114,8 @@ fn md1(rho: f64, queries: usize) {
     let served = &record.queries;
     let service: Vec<f64> = served.iter().map(|q| (q.done - q.dequeued).as_secs_f64()).collect();
     let waits: Vec<f64> = served.iter().map(|q| q.queued().as_secs_f64()).collect();
-    assert!((mean(&service) / service_s - 1.0).abs() < 0.02, "service {}", mean(&service));
+    // A sleep overshoots by a thread's wake-up, more on a loaded machine.
+    assert!((mean(&service) - service_s).abs() < 0.02 * service_s + 100e-6, "service {}", mean(&service));
     // The scheduler is the queue: its waits are the recursion's, give or take a thread's wake-up.
     let arrived = secs(&served.iter().map(|q| q.arrival).collect::<Vec<_>>());
     let exact = mean(&lindley(&arrived, |i| service[i]));

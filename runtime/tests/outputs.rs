@@ -128,6 +128,39 @@ fn jpeg_frames_are_written_one_per_frame() {
 }
 
 #[test]
+fn bench_measures_with_the_output_stage_on_and_reports_its_cost() {
+    let dir = tempfile::tempdir().unwrap();
+    let (json, frames) = (dir.path().join("r.json"), dir.path().join("frames"));
+    let digits = model("digits_mlp_nchw.toml").display().to_string();
+    let out = edgert(&[
+        "bench",
+        "-m",
+        &digits,
+        "--source",
+        "synthetic:128x96@100",
+        "--duration-s",
+        "0.5",
+        "--warmup-ms",
+        "100",
+        "--output",
+        &format!("dir:{}", frames.display()),
+        "--json",
+        &json.display().to_string(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("  output: "), "{}", stdout(&out));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let errors: Vec<String> = common::schema().iter_errors(&report).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:?}");
+    let output = &report["runs"][0]["stream"]["output"];
+    let shown = output["frames_shown"].as_u64().unwrap();
+    assert!(shown > 10, "{output}");
+    assert_eq!(output["outputs"][0]["frames"], shown, "{output}");
+    assert!(output["encode"]["p99_ms"].as_f64().unwrap() > 0.0, "{output}");
+    assert!(std::fs::read_dir(&frames).unwrap().count() > 10);
+}
+
+#[test]
 fn bad_outputs_are_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let digits = model("digits_mlp_nchw.toml").display().to_string();

@@ -71,6 +71,9 @@ pub fn text(report: &BenchReport) -> String {
         );
         if let Some(s) = &run.stream {
             out += &stream_line(s);
+            if let Some(output) = &s.output {
+                out += &format!("  output: {}\n", output.summary());
+            }
         }
         if let Some(s) = &run.scenario {
             out += &scenario::text::lines(s);

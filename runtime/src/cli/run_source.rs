@@ -60,6 +60,9 @@ pub fn main(
         emit(&json!({ "summary": run.stats, "stages": run.stages }).to_string())?;
     }
     eprintln!("edgert: {}", summary(&run));
+    if let Some(output) = &run.stats.output {
+        eprintln!("edgert: output: {}", output.summary());
+    }
     Ok(match &run.stats.ending {
         Ending::Failed(reason) => {
             eprintln!("edgert: error: {reason}");

@@ -122,6 +122,32 @@ pub struct OutputStats {
     pub encode: Option<LatencyStats>,
 }
 
+impl OutputStats {
+    /// One line: frames shown and dropped, what drawing and encoding took, each output's count.
+    pub fn summary(&self) -> String {
+        let tail = |name: &str, s: &Option<LatencyStats>| {
+            s.as_ref()
+                .map_or(String::new(), |s| format!(", {name} p50 {:.1} ms p99 {:.1} ms", s.p50_ms, s.p99_ms))
+        };
+        let outputs: Vec<String> = self
+            .outputs
+            .iter()
+            .map(|o| {
+                let viewers = o.most_clients.map_or(String::new(), |n| format!(", at most {n} viewers"));
+                format!("{} ({} frames{viewers})", o.output, o.frames)
+            })
+            .collect();
+        format!(
+            "{} frames shown, {} dropped before output{}{}; to {}",
+            self.frames_shown,
+            self.dropped_before_output,
+            tail("annotate", &self.annotate),
+            tail("JPEG", &self.encode),
+            outputs.join(", ")
+        )
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct SinkStats {
     pub output: String,
