@@ -111,6 +111,7 @@ pub fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let report = bench::run(&model, model_read, &config, &mut progress);
+    let finished = config.source.as_ref().map_or(Ok(()), |source| source.outputs.lock().finish());
     if terminal {
         eprint!("\r\x1b[K");
     }
@@ -131,6 +132,10 @@ pub fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
     }
     if let Some(path) = &args.csv {
         output::write_csv(&report, path)?;
+    }
+    if let Err(e) = finished {
+        eprintln!("edgert: error: {}", crate::error::one_line(&e));
+        return Ok(ExitCode::FAILURE);
     }
     // A streamed run that stopped early was reported as far as it went; the exit code says so.
     if config.stop.load(Ordering::Relaxed) {

@@ -56,6 +56,8 @@ pub fn main(
         emit(&line).map_err(|e| Error::Write { path: "stdout".into(), reason: e.to_string() })
     };
     let run = stream::run(pipeline, source.as_mut(), &config, &stop, &mut print, &mut outputs)?;
+    // A video output's file is finished (and named) after the last frame.
+    let finished = outputs.finish();
     if json {
         emit(&json!({ "summary": run.stats, "stages": run.stages }).to_string())?;
     }
@@ -63,12 +65,16 @@ pub fn main(
     if let Some(output) = &run.stats.output {
         eprintln!("edgert: output: {}", output.summary());
     }
-    Ok(match &run.stats.ending {
-        Ending::Failed(reason) => {
+    Ok(match (&run.stats.ending, finished) {
+        (Ending::Failed(reason), _) => {
             eprintln!("edgert: error: {reason}");
             ExitCode::FAILURE
         }
-        Ending::Interrupted => ExitCode::from(INTERRUPTED),
+        (_, Err(e)) => {
+            eprintln!("edgert: error: {}", crate::error::one_line(&e));
+            ExitCode::FAILURE
+        }
+        (Ending::Interrupted, _) => ExitCode::from(INTERRUPTED),
         _ => ExitCode::SUCCESS,
     })
 }

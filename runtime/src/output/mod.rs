@@ -4,8 +4,12 @@
 
 pub mod dir;
 pub mod encode;
+#[cfg(feature = "gstreamer")]
+pub mod h264;
 pub mod preview;
 pub mod recent;
+#[cfg(feature = "rtsp-server")]
+pub mod rtsp;
 pub mod uri;
 
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -28,6 +32,8 @@ pub struct Shown<'a> {
     pub overlay: &'a Overlay,
     /// Frames dropped so far anywhere in the pipeline, output included.
     pub dropped: u64,
+    /// The source's own rate, where it has one.
+    pub source_fps: Option<f64>,
 }
 
 pub trait Sink: Send {
@@ -40,6 +46,10 @@ pub trait Sink: Send {
     /// The most viewers at once, for sinks that serve them.
     fn most_clients(&self) -> Option<u64> {
         None
+    }
+    /// After the last frame: a video file's end written.
+    fn finish(&mut self) -> Result<(), String> {
+        Ok(())
     }
 }
 
@@ -68,23 +78,72 @@ impl Outputs {
     pub fn open(uris: &[OutputUri]) -> Result<Outputs, Error> {
         let mut sinks: Vec<Box<dyn Sink>> = Vec::new();
         for uri in uris {
-            match uri {
-                OutputUri::Dir { path, format } => sinks.push(Box::new(dir::Dir::open(path, *format)?)),
-                OutputUri::Video(path) => {
-                    return Err(Error::Usage(format!(
-                        "--output file:{}: video files are not written yet; write frames to dir:PATH",
-                        path.display()
-                    )))
-                }
-                OutputUri::Rtsp(uri) | OutputUri::Rtp(uri) => {
-                    return Err(Error::Usage(format!(
-                        "--output {uri}: streams are not served yet; use --preview ADDR to watch in a browser"
-                    )))
-                }
-            }
+            sinks.push(match uri {
+                OutputUri::Dir { path, format } => Box::new(dir::Dir::open(path, *format)?),
+                OutputUri::Video(path) => video(path)?,
+                OutputUri::Rtp(uri) => rtp(uri)?,
+                OutputUri::Rtsp(uri) => rtsp(uri)?,
+            });
         }
         Ok(Outputs { sinks, power: None, quality: DEFAULT_QUALITY })
     }
+
+    /// Ends each output after the last frame (a video file's index written); the first failure.
+    pub fn finish(&mut self) -> Result<(), Error> {
+        let mut failed = None;
+        for sink in &mut self.sinks {
+            if let Err(reason) = sink.finish() {
+                failed.get_or_insert(Error::Write { path: sink.name().into(), reason });
+            }
+        }
+        failed.map_or(Ok(()), Err)
+    }
+}
+
+#[cfg(feature = "gstreamer")]
+fn video(path: &std::path::Path) -> Result<Box<dyn Sink>, Error> {
+    let name = format!("file:{}", path.display());
+    Ok(Box::new(h264::H264::open(&name, h264::Target::File(path.to_owned()))?))
+}
+
+#[cfg(feature = "gstreamer")]
+fn rtp(uri: &str) -> Result<Box<dyn Sink>, Error> {
+    let usage = |why: &str| Error::Usage(format!("--output {uri}: {why}"));
+    let authority = uri.trim_start_matches("rtp://").trim_end_matches('/');
+    let (host, port) = authority.rsplit_once(':').ok_or_else(|| usage("names no port: rtp://HOST:PORT"))?;
+    let port =
+        port.parse::<u16>().ok().filter(|&p| p > 0).ok_or_else(|| usage("not a port: rtp://HOST:PORT"))?;
+    if host.is_empty() || host.contains(['/', ' ', '"', '!']) {
+        return Err(usage("names no host: rtp://HOST:PORT"));
+    }
+    Ok(Box::new(h264::H264::open(uri, h264::Target::Rtp { host: host.into(), port })?))
+}
+
+#[cfg(feature = "rtsp-server")]
+fn rtsp(uri: &str) -> Result<Box<dyn Sink>, Error> {
+    Ok(Box::new(rtsp::RtspOut::open(uri)?))
+}
+
+#[cfg(not(feature = "gstreamer"))]
+fn video(path: &std::path::Path) -> Result<Box<dyn Sink>, Error> {
+    Err(needs(&format!("file:{}", path.display()), "gstreamer"))
+}
+
+#[cfg(not(feature = "gstreamer"))]
+fn rtp(uri: &str) -> Result<Box<dyn Sink>, Error> {
+    Err(needs(uri, "gstreamer"))
+}
+
+#[cfg(not(feature = "rtsp-server"))]
+fn rtsp(uri: &str) -> Result<Box<dyn Sink>, Error> {
+    Err(needs(uri, "rtsp-server"))
+}
+
+#[cfg(not(all(feature = "gstreamer", feature = "rtsp-server")))]
+fn needs(output: &str, feature: &str) -> Error {
+    Error::Usage(format!(
+        "--output {output}: this edgert is built without it (cargo build --features {feature})"
+    ))
 }
 
 /// Outputs kept across the phases of a bench, each of which runs the stream again.

@@ -116,6 +116,7 @@ pub(super) fn output_stage(
             jpeg: encoded,
             overlay: &overlay,
             dropped: drops.total(),
+            source_fps: info.fps,
         };
         for (sink, (count, write)) in outputs.sinks.iter_mut().zip(&mut shows.writes) {
             let started = Instant::now();

@@ -242,7 +242,7 @@ fn next_sample(
 
 /// The first error on the pipeline's bus, as one line: what failed and, for a missing decoder,
 /// which one.
-fn bus_error(pipeline: &gst::Bin) -> Option<String> {
+pub(crate) fn bus_error(pipeline: &gst::Bin) -> Option<String> {
     let bus = pipeline.bus()?;
     while let Some(message) = bus.pop_filtered(&[gst::MessageType::Error]) {
         if let gst::MessageView::Error(e) = message.view() {

@@ -1,0 +1,197 @@
+//! H.264 out through GStreamer (feature `gstreamer`): `--output file:VIDEO.mp4|mkv` and
+//! `rtp://HOST:PORT`. Annotated RGB frames go into an appsrc, stamped with the time since the
+//! first; the encoder is chosen at run time: `nvv4l2h264enc` (the Jetson's NVENC) where it is
+//! installed, else `x264enc`. A video file is written beside its name and renamed into place once
+//! the muxer has finished it, so a failed run leaves no half-written video under that name.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use gstreamer as gst;
+use gstreamer::prelude::*;
+use gstreamer_app::AppSrc;
+
+use super::{Shown, Sink};
+use crate::capture::source::gst::bus_error;
+use crate::Error;
+
+/// How long the muxer may take to finish a file after the last frame.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Where the H.264 goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Target {
+    File(PathBuf),
+    Rtp { host: String, port: u16 },
+}
+
+/// The encoder part of a pipeline from RGB frames: key frames often enough that a viewer joining
+/// or a player seeking waits at most a second at 30 fps.
+pub fn encoder() -> Result<&'static str, String> {
+    gst::init().map_err(|e| format!("GStreamer does not initialise: {e}"))?;
+    let has = |name| gst::ElementFactory::find(name).is_some();
+    if has("nvv4l2h264enc") && has("nvvidconv") {
+        Ok("videoconvert ! video/x-raw,format=I420 ! nvvidconv ! video/x-raw(memory:NVMM),format=I420 \
+            ! nvv4l2h264enc insert-sps-pps=true iframeinterval=30")
+    } else if has("x264enc") {
+        Ok("videoconvert ! video/x-raw,format=I420 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=30")
+    } else {
+        Err("no H.264 encoder: neither nvv4l2h264enc (JetPack) nor x264enc (gstreamer1.0-plugins-ugly) is installed".into())
+    }
+}
+
+pub struct H264 {
+    target: Target,
+    name: String,
+    encoder: &'static str,
+    running: Option<Running>,
+}
+
+struct Running {
+    pipeline: gst::Bin,
+    source: AppSrc,
+    started: Instant,
+    size: (usize, usize),
+}
+
+impl H264 {
+    /// Checked now (an encoder, the muxer, a writable file), started at the first frame, when its
+    /// size is known.
+    pub fn open(name: &str, target: Target) -> Result<H264, Error> {
+        let fail = |reason: String| Error::Usage(format!("--output {name}: {reason}"));
+        let encoder = encoder().map_err(fail)?;
+        if let Target::File(path) = &target {
+            let muxer = muxer(path);
+            if gst::ElementFactory::find(muxer).is_none() {
+                return Err(fail(format!("{muxer} is not installed (gstreamer1.0-plugins-good)")));
+            }
+            crate::outfile::check_writable(path)?;
+        }
+        Ok(H264 { target, name: name.into(), encoder, running: None })
+    }
+
+    /// The pipeline for frames of this size. The rate declared is the source's (30 where it has
+    /// none): the frames' own times set when each is shown, but with no rate at all the encoder
+    /// gives the last frame no duration, and the MP4 muxer drops it.
+    fn launch(&self, width: usize, height: usize, fps: Option<f64>) -> String {
+        let millihertz = (fps.unwrap_or(30.0) * 1000.0).round().clamp(1.0, 1e9) as u64;
+        let head = format!(
+            "appsrc name=frames is-live=true format=time caps=video/x-raw,format=RGB,width={width},height={height},framerate={millihertz}/1000"
+        );
+        let tail = match &self.target {
+            Target::File(path) => format!(
+                "h264parse ! {} ! filesink location=\"{}\"",
+                muxer(path),
+                partial(path).display().to_string().replace('"', "\\\"")
+            ),
+            Target::Rtp { host, port } => {
+                format!("h264parse ! rtph264pay config-interval=1 pt=96 ! udpsink host={host} port={port} sync=false async=false")
+            }
+        };
+        format!("{head} ! {} ! {tail}", self.encoder)
+    }
+
+    fn start(&mut self, width: usize, height: usize, fps: Option<f64>) -> Result<&mut Running, String> {
+        let pipeline = gst::parse::launch(&self.launch(width, height, fps))
+            .map_err(|e| format!("the encoding pipeline does not build: {e}"))?
+            .downcast::<gst::Bin>()
+            .map_err(|_| "the encoding pipeline is not a bin".to_string())?;
+        let source = pipeline
+            .by_name("frames")
+            .and_then(|e| e.downcast::<AppSrc>().ok())
+            .ok_or("the encoding pipeline has no appsrc")?;
+        if pipeline.set_state(gst::State::Playing).is_err() {
+            let why = bus_error(&pipeline).unwrap_or_else(|| "it does not start".into());
+            let _ = pipeline.set_state(gst::State::Null);
+            return Err(why);
+        }
+        Ok(self.running.insert(Running { pipeline, source, started: Instant::now(), size: (width, height) }))
+    }
+}
+
+fn muxer(path: &Path) -> &'static str {
+    match path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).as_deref() {
+        Some("mkv") => "matroskamux",
+        _ => "mp4mux",
+    }
+}
+
+fn partial(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".partial");
+    PathBuf::from(name)
+}
+
+impl Sink for H264 {
+    fn name(&self) -> String {
+        self.name.clone()
+    }
+
+    fn wants_jpeg(&self) -> bool {
+        false
+    }
+
+    fn write(&mut self, frame: &Shown) -> Result<(), String> {
+        let (width, height) = (frame.canvas.width, frame.canvas.height);
+        let running = match &mut self.running {
+            Some(running) if running.size == (width, height) => running,
+            Some(running) => {
+                return Err(format!(
+                    "the frames changed size from {}x{} to {width}x{height} mid-run",
+                    running.size.0, running.size.1
+                ))
+            }
+            None => self.start(width, height, frame.source_fps)?,
+        };
+        let mut buffer = gst::Buffer::from_mut_slice(frame.canvas.pixels.clone());
+        let at = gst::ClockTime::from_nseconds(running.started.elapsed().as_nanos() as u64);
+        buffer.get_mut().expect("a new buffer").set_pts(at);
+        if running.source.push_buffer(buffer).is_err() {
+            return Err(
+                bus_error(&running.pipeline).unwrap_or_else(|| "the encoder stopped taking frames".into())
+            );
+        }
+        match bus_error(&running.pipeline) {
+            Some(why) => Err(why),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(&mut self) -> Result<(), String> {
+        let Some(running) = self.running.take() else { return Ok(()) };
+        let _ = running.source.end_of_stream();
+        let bus = running.pipeline.bus().expect("a pipeline has a bus");
+        let ended = bus.timed_pop_filtered(
+            gst::ClockTime::from_nseconds(FINISH_TIMEOUT.as_nanos() as u64),
+            &[gst::MessageType::Eos, gst::MessageType::Error],
+        );
+        let result = match ended.as_ref().map(|m| m.view()) {
+            Some(gst::MessageView::Eos(_)) => Ok(()),
+            Some(gst::MessageView::Error(e)) => Err(e.error().message().to_string()),
+            _ => Err(format!("the encoder did not finish within {} s", FINISH_TIMEOUT.as_secs())),
+        };
+        let _ = running.pipeline.set_state(gst::State::Null);
+        if let Target::File(path) = &self.target {
+            let partial = partial(path);
+            match &result {
+                Ok(()) => std::fs::rename(&partial, path).map_err(|e| format!("{}: {e}", path.display()))?,
+                Err(_) => {
+                    let _ = std::fs::remove_file(&partial);
+                }
+            }
+        }
+        result
+    }
+}
+
+impl Drop for H264 {
+    /// A run that failed before finishing: the pipeline stopped, no partial file left behind.
+    fn drop(&mut self) {
+        if let Some(running) = self.running.take() {
+            let _ = running.pipeline.set_state(gst::State::Null);
+            if let Target::File(path) = &self.target {
+                let _ = std::fs::remove_file(partial(path));
+            }
+        }
+    }
+}
