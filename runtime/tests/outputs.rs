@@ -161,6 +161,43 @@ fn bench_measures_with_the_output_stage_on_and_reports_its_cost() {
 }
 
 #[test]
+fn a_folder_that_goes_away_mid_run_ends_it_in_one_line_with_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("frames");
+    let digits = model("digits_mlp_nchw.toml").display().to_string();
+    let output = format!("dir:{}", folder.display());
+    let child = common::command(&[
+        "run",
+        "-m",
+        &digits,
+        "--source",
+        "synthetic:64x48@50",
+        "--duration-s",
+        "20",
+        "--output",
+        &output,
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let started = std::time::Instant::now();
+    while std::fs::read_dir(&folder).map_or(0, |d| d.count()) < 3 && started.elapsed().as_secs() < 10 {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::fs::remove_dir_all(&folder).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(started.elapsed().as_secs() < 15, "the run went on");
+    assert!(err.contains("ended: failed"), "{err}");
+    let error: Vec<&str> = err.lines().filter(|l| l.starts_with("edgert: error: ")).collect();
+    assert_eq!(error.len(), 1, "{err}");
+    assert!(error[0].contains(&output) && error[0].contains("frame-"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
 fn bad_outputs_are_refused_before_the_run() {
     let dir = tempfile::tempdir().unwrap();
     let digits = model("digits_mlp_nchw.toml").display().to_string();

@@ -8,6 +8,7 @@ use crate::capture::source::synthetic::Synthetic;
 use crate::capture::source::{Capture, SourceInfo};
 use crate::frame::PixelFormat;
 use crate::model::Model;
+use crate::output::Outputs;
 use crate::{Error, Result};
 
 fn pipeline(batch: usize) -> Pipeline {
@@ -147,6 +148,72 @@ fn latest_drops_stale_frames_behind_a_slow_stage_and_accounts_for_each() {
     assert!(seen.windows(2).all(|w| w[0] < w[1]), "out of order: {seen:?}");
     assert_eq!(stats.frame_buffers.made, stats.frame_buffers.pooled);
     assert_eq!(stats.tensor_buffers.made, stats.tensor_buffers.pooled);
+}
+
+/// An output that takes its time over each frame, and keeps the sequence numbers it was given.
+struct SlowSink {
+    delay: Duration,
+    shown: std::sync::Arc<std::sync::Mutex<Vec<u64>>>,
+}
+
+impl crate::output::Sink for SlowSink {
+    fn name(&self) -> String {
+        "slow".into()
+    }
+
+    fn wants_jpeg(&self) -> bool {
+        true
+    }
+
+    fn write(&mut self, frame: &crate::output::Shown) -> std::result::Result<(), String> {
+        assert!(frame.jpeg.is_some_and(|j| j.starts_with(&[0xff, 0xd8])));
+        std::thread::sleep(self.delay);
+        self.shown.lock().unwrap().push(frame.sequence);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_slow_output_drops_pictures_not_inferences_with_latest_and_slows_nothing_it_may_not() {
+    for drop in [DropPolicy::Latest, DropPolicy::None] {
+        let mut pipeline = pipeline(1);
+        let mut source =
+            Synthetic::new("synthetic:64x48,yuyv", PixelFormat::Yuyv, 64, 48, Some(200.0)).unwrap();
+        let shown = std::sync::Arc::default();
+        let sink = SlowSink { delay: Duration::from_millis(20), shown: std::sync::Arc::clone(&shown) };
+        let mut outputs = Outputs { sinks: vec![Box::new(sink)], ..Outputs::none() };
+        let stop = AtomicBool::new(false);
+        let run =
+            run(&mut pipeline, &mut source, &config(drop, 40), &stop, &mut |_| Ok(()), &mut outputs).unwrap();
+        let stats = &run.stats;
+        let output = stats.output.as_ref().unwrap();
+        let shown = shown.lock().unwrap().clone();
+        assert_eq!(output.frames_shown, shown.len() as u64);
+        assert_eq!(output.outputs[0].frames, shown.len() as u64);
+        assert!(shown.windows(2).all(|w| w[0] < w[1]), "{shown:?}");
+        assert_eq!(
+            stats.frame_buffers.made, stats.frame_buffers.pooled,
+            "{drop:?}: a frame buffer was made mid-run"
+        );
+        match drop {
+            DropPolicy::Latest => {
+                // Every frame captured is inferred; the output shows what it has time for.
+                let dropped = stats.dropped_before_preprocess + stats.dropped_before_inference;
+                assert_eq!(stats.frames_processed + dropped, stats.frames_captured, "{stats:?}");
+                assert!(output.dropped_before_output > 0, "{output:?}");
+                assert_eq!(
+                    output.frames_shown + output.dropped_before_output,
+                    stats.frames_processed,
+                    "{output:?}"
+                );
+            }
+            DropPolicy::None => {
+                assert_eq!(shown, (0..40).collect::<Vec<_>>());
+                assert_eq!(output.dropped_before_output, 0);
+            }
+        }
+        assert!(output.annotate.as_ref().unwrap().count > 0 && output.encode.as_ref().unwrap().count > 0);
+    }
 }
 
 #[test]

@@ -87,6 +87,12 @@ fn two_viewers_get_frames_a_stalled_one_slows_nothing_and_the_token_is_required(
     assert!(String::from_utf8_lossy(&page).contains("edgert preview"));
     assert_eq!(get(&address, &format!("/nothing{query}")).0, 404);
 
+    // A viewer that goes away in the middle of a frame.
+    let mut gone = TcpStream::connect(&address).unwrap();
+    write!(gone, "GET /stream.mjpg{query} HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut some = [0u8; 300];
+    gone.read_exact(&mut some).unwrap();
+    drop(gone);
     // A viewer that connects and never reads.
     let mut stalled = TcpStream::connect(&address).unwrap();
     write!(stalled, "GET /stream.mjpg{query} HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap();
