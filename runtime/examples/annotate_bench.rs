@@ -60,27 +60,43 @@ fn main() {
         power_w: None,
     };
     let (mut canvas, mut jpeg) = (Canvas::default(), Vec::new());
-    let mut once = || {
-        rgb::frame_into(&mut canvas, &frame);
+    // Each step's time too: conversion, drawing, encoding.
+    let mut steps = [Vec::new(), Vec::new(), Vec::new()];
+    let mut once = |steps: &mut [Vec<f64>; 3]| {
+        let t = Instant::now();
+        rgb::frame_into(&mut canvas, &frame, &mut Vec::new()).expect("converts");
+        let converted = Instant::now();
         annotate(&mut canvas, &prediction, &overlay);
+        let drawn = Instant::now();
         encode::jpeg(&canvas, DEFAULT_QUALITY, &mut jpeg).expect("encodes");
+        let encoded = Instant::now();
+        let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+        for (step, time) in steps.iter_mut().zip([ms(t, converted), ms(converted, drawn), ms(drawn, encoded)])
+        {
+            step.push(time);
+        }
+        ms(t, encoded)
     };
     for _ in 0..10 {
-        once();
+        once(&mut steps);
     }
-    let mut times: Vec<f64> = (0..iterations)
-        .map(|_| {
-            let t = Instant::now();
-            once();
-            t.elapsed().as_secs_f64() * 1e3
-        })
-        .collect();
-    times.sort_by(f64::total_cmp);
+    steps = Default::default();
+    let mut times: Vec<f64> = (0..iterations).map(|_| once(&mut steps)).collect();
+    let p50 = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
     std::fs::write(&args[4], &jpeg).expect("writes the JPEG");
+    let p50s: Vec<f64> = steps.iter_mut().map(p50).collect();
+    times.sort_by(f64::total_cmp);
+    let p99 = times[(times.len() * 99).div_ceil(100) - 1];
     println!(
-        "{{\"p50_ms\": {}, \"p99_ms\": {}, \"bytes\": {}}}",
+        "{{\"p50_ms\": {}, \"p99_ms\": {}, \"bytes\": {}, \"convert_p50_ms\": {}, \"draw_p50_ms\": {}, \"encode_p50_ms\": {}}}",
         times[times.len() / 2],
-        times[(times.len() * 99).div_ceil(100) - 1],
-        jpeg.len()
+        p99,
+        jpeg.len(),
+        p50s[0],
+        p50s[1],
+        p50s[2]
     );
 }

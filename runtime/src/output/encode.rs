@@ -1,17 +1,23 @@
 //! Annotated frames as JPEG or PNG bytes.
 
-use jpeg_encoder::{ColorType, Encoder, SamplingFactor};
+use libjpeg_turbo_rs::{compress, PixelFormat, Subsampling};
 
 use crate::annotate::canvas::Canvas;
 
-/// Encodes `canvas` into `out` (cleared first): 4:2:0, what browsers and players expect.
+/// Encodes `canvas` into `out`: 4:2:0, what browsers and players expect.
 pub fn jpeg(canvas: &Canvas, quality: u8, out: &mut Vec<u8>) -> Result<(), String> {
-    out.clear();
-    let mut encoder = Encoder::new(&mut *out, quality.clamp(1, 100));
-    encoder.set_sampling_factor(SamplingFactor::R_4_2_0);
-    encoder
-        .encode(&canvas.pixels, side(canvas.width)?, side(canvas.height)?, ColorType::Rgb)
-        .map_err(|e| format!("JPEG encoding failed: {e}"))
+    side(canvas.width)?;
+    side(canvas.height)?;
+    *out = compress(
+        &canvas.pixels,
+        canvas.width,
+        canvas.height,
+        PixelFormat::Rgb,
+        quality.clamp(1, 100),
+        Subsampling::S420,
+    )
+    .map_err(|e| format!("JPEG encoding failed: {e}"))?;
+    Ok(())
 }
 
 pub fn png(canvas: &Canvas, out: &mut Vec<u8>) -> Result<(), String> {

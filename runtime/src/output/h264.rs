@@ -135,12 +135,7 @@ impl Sink for H264 {
         let (width, height) = (frame.canvas.width, frame.canvas.height);
         let running = match &mut self.running {
             Some(running) if running.size == (width, height) => running,
-            Some(running) => {
-                return Err(format!(
-                    "the frames changed size from {}x{} to {width}x{height} mid-run",
-                    running.size.0, running.size.1
-                ))
-            }
+            Some(running) => return Err(super::resized(running.size, (width, height))),
             None => self.start(width, height, frame.source_fps)?,
         };
         let mut buffer = gst::Buffer::from_mut_slice(frame.canvas.pixels.clone());

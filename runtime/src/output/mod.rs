@@ -166,6 +166,13 @@ impl std::fmt::Debug for SharedOutputs {
     }
 }
 
+/// Why an encoded stream cannot take a frame: its size is fixed when it starts (a source
+/// reconnected to a stream of another size).
+#[cfg(feature = "gstreamer")]
+fn resized(was: (usize, usize), now: (usize, usize)) -> String {
+    format!("the frames changed size from {}x{} to {}x{} mid-run", was.0, was.1, now.0, now.1)
+}
+
 /// What the output stage did: `runs[].stream.output` in the bench report.
 #[derive(Debug, Clone, Serialize)]
 pub struct OutputStats {

@@ -115,12 +115,7 @@ impl Sink for RtspOut {
         let (width, height) = (frame.canvas.width, frame.canvas.height);
         let mut viewers = self.viewers.lock().unwrap_or_else(|p| p.into_inner());
         match viewers.size {
-            Some(size) if size != (width, height) => {
-                return Err(format!(
-                    "the frames changed size from {}x{} to {width}x{height} mid-run",
-                    size.0, size.1
-                ))
-            }
+            Some(size) if size != (width, height) => return Err(super::resized(size, (width, height))),
             Some(_) => {}
             None => viewers.size = Some((width, height)),
         }

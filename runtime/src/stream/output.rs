@@ -73,7 +73,7 @@ pub(super) fn output_stage(
         encode: Latencies::default(),
         writes: outputs.sinks.iter().map(|_| (0, Latencies::default())).collect(),
     };
-    let (mut canvas, mut jpeg) = (Canvas::default(), Vec::new());
+    let (mut canvas, mut jpeg, mut scratch) = (Canvas::default(), Vec::new(), Vec::new());
     let (mut recent, mut overlay) = (Recent::default(), Overlay::default());
     let mut power_read: Option<Instant> = None;
     let fail = |sink: String, reason: String| {
@@ -83,10 +83,11 @@ pub(super) fn output_stage(
     while let Some(show) = pop(&input, abort) {
         let started = Instant::now();
         let drawn = Frame::new(info.format, info.width, info.height, show.frame.stride, &show.frame.data)
-            .map(|frame| rgb::frame_into(&mut canvas, &frame));
+            .map_err(|e| e.to_string())
+            .and_then(|frame| rgb::frame_into(&mut canvas, &frame, &mut scratch));
         frames.give(show.frame);
-        if let Err(e) = drawn {
-            return (shows, fail(info.uri.clone(), e.to_string()));
+        if let Err(reason) = drawn {
+            return (shows, fail(info.uri.clone(), reason));
         }
         recent.record(started, ms(show.glass_to_glass), ms(show.inference));
         recent.fill(&mut overlay);
