@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The preview's cost to the pipeline (issue 32): `bench --source` of MobileNetV2 INT8 on 640x480
-# NV12 frames, unpaced (the pipeline's ceiling) and paced at 30 fps (a camera), without outputs
-# and with --preview and one headless Chromium watching the page, alternating, in one run.
-# Needs a release build (cargo build --release) and chromium-headless-shell (or chromium).
+# NV12 frames, unpaced (the pipeline's ceiling) and paced at 30 fps (a camera), without outputs,
+# with --preview and one headless Chromium watching the page (on this machine, as it would not be
+# on a board), and with --preview and curl reading the MJPEG stream (edgert's own cost), alternating,
+# in one run. Needs a release build (cargo build --release), chromium-headless-shell (or chromium)
+# and curl.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 E=${EDGERT:-target/release/edgert}
@@ -16,23 +18,27 @@ trap 'rm -rf "$dir"' EXIT
 # One bench; prints its frames/s. With "preview", a browser watches the page while it runs.
 bench() {
   local source=$1 mode=$2 args=() browser=""
-  [[ $mode == preview ]] && args=(--preview 127.0.0.1:0)
+  [[ $mode != plain ]] && args=(--preview 127.0.0.1:0)
   "$E" bench -m "$MODEL" --source "$source" --duration-s "$SECONDS_EACH" --json "$dir/r.json" "${args[@]}" \
     >/dev/null 2>"$dir/err" &
   local pid=$!
-  if [[ $mode == preview ]]; then
+  if [[ $mode != plain ]]; then
     local url=""
     for _ in $(seq 100); do
       url=$(grep -o 'http://[^ ]*' "$dir/err" || true)
       [[ -n $url ]] && break
       sleep 0.1
     done
-    "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-dir="$dir/profile" "$url" >/dev/null 2>&1 &
+    if [[ $mode == chromium ]]; then
+      "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-dir="$dir/profile" "$url" >/dev/null 2>&1 &
+    else
+      curl -s -o /dev/null "${url/\/\?/\/stream.mjpg?}" &
+    fi
     browser=$!
   fi
   wait "$pid"
   if [[ -n $browser ]]; then
-    kill "$browser"
+    kill "$browser" 2>/dev/null || true
     wait "$browser" 2>/dev/null || true
   fi
   python3 -c '
@@ -45,9 +51,9 @@ print("%.1f fps, glass to glass p50 %.1f p99 %.1f ms%s" % (run["frames_per_s"], 
 }
 
 echo "machine: $(uname -m), $(nproc) CPUs; $MODEL; $SECONDS_EACH s each"
-for source in "synthetic:640x480,nv12" "synthetic:640x480@30,nv12"; do
+for source in ${SOURCES:-synthetic:640x480,nv12 synthetic:640x480@30,nv12}; do
   for round in $(seq "$ROUNDS"); do
-    for mode in plain preview; do
+    for mode in plain chromium curl; do
       echo "$source round $round $mode: $(bench "$source" "$mode")"
     done
   done
