@@ -54,7 +54,6 @@ pub trait Sink: Send {
 }
 
 /// The sinks of a run, and the power sensors the overlay reads (where the board has them).
-#[derive(Default)]
 pub struct Outputs {
     pub sinks: Vec<Box<dyn Sink>>,
     pub power: Option<OpenSensors>,
@@ -64,6 +63,12 @@ pub struct Outputs {
 
 /// JPEG quality of annotated frames: small enough for a board's uplink, sharp enough for labels.
 pub const DEFAULT_QUALITY: u8 = 80;
+
+impl Default for Outputs {
+    fn default() -> Outputs {
+        Outputs { sinks: Vec::new(), power: None, quality: DEFAULT_QUALITY }
+    }
+}
 
 impl Outputs {
     pub fn none() -> Outputs {
@@ -85,7 +90,7 @@ impl Outputs {
                 OutputUri::Rtsp(uri) => rtsp(uri)?,
             });
         }
-        Ok(Outputs { sinks, power: None, quality: DEFAULT_QUALITY })
+        Ok(Outputs { sinks, ..Outputs::default() })
     }
 
     /// Ends each output after the last frame (a video file's index written); the first failure.

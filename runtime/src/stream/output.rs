@@ -81,6 +81,14 @@ pub(super) fn output_stage(
         Err(StageError::Show { sink, reason })
     };
     while let Some(show) = pop(&input, abort) {
+        // Outside the annotation's time: a sensor read is the board's, not the drawing's.
+        if let Some(power) =
+            outputs.power.as_mut().filter(|_| power_read.is_none_or(|at| at.elapsed() >= POWER_EVERY))
+        {
+            let (watts, total) = power.read();
+            overlay.power_w = total.or_else(|| watts.iter().flatten().copied().reduce(|a, b| a + b));
+            power_read = Some(Instant::now());
+        }
         let started = Instant::now();
         let drawn = Frame::new(info.format, info.width, info.height, show.frame.stride, &show.frame.data)
             .map_err(|e| e.to_string())
@@ -92,13 +100,6 @@ pub(super) fn output_stage(
         recent.record(started, ms(show.glass_to_glass), ms(show.inference));
         recent.fill(&mut overlay);
         overlay.frame = show.sequence;
-        if let Some(power) =
-            outputs.power.as_mut().filter(|_| power_read.is_none_or(|at| at.elapsed() >= POWER_EVERY))
-        {
-            let (watts, total) = power.read();
-            overlay.power_w = total.or_else(|| watts.iter().flatten().copied().reduce(|a, b| a + b));
-            power_read = Some(Instant::now());
-        }
         annotate(&mut canvas, &show.prediction, &overlay);
         shows.annotate.record(ms(started.elapsed()));
         let encoded = if outputs.sinks.iter().any(|s| s.wants_jpeg()) {
