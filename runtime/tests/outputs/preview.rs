@@ -161,3 +161,65 @@ fn previews_are_refused_off_loopback_without_the_flag_and_on_a_taken_port() {
     let address = taken.local_addr().unwrap().to_string();
     refused(&["--preview", &address], 1, &address);
 }
+
+#[test]
+fn the_figures_carry_the_boards_power_and_hottest_zone() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let digits = model("digits_mlp_nchw.toml").display().to_string();
+    let root = super::common::fixture("orin-nano-jp6").display().to_string();
+    let mut child = command(&[
+        "bench",
+        "-m",
+        &digits,
+        "--source",
+        "synthetic:96x64@30",
+        "--duration-s",
+        "3",
+        "--sysfs-root",
+        &root,
+        "--preview",
+        "127.0.0.1:0",
+        "--json",
+        &json.display().to_string(),
+    ])
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped())
+    .spawn()
+    .unwrap();
+    let mut errors = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let url = loop {
+        line.clear();
+        assert!(errors.read_line(&mut line).unwrap() > 0, "no preview address");
+        if let Some(url) = line.trim().strip_prefix("edgert: preview at http://") {
+            break url.to_string();
+        }
+    };
+    let (address, query) = url.split_once('/').map(|(a, q)| (a.to_string(), q.to_string())).unwrap();
+    let started = Instant::now();
+    let figures = loop {
+        let (status, body) = get(&address, &format!("/stats.json{query}"));
+        assert_eq!(status, 200);
+        let figures: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        if !figures["power_w"].is_null() || started.elapsed() > Duration::from_secs(8) {
+            break figures;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let mut rest = String::new();
+    errors.read_to_string(&mut rest).unwrap();
+    assert!(child.wait().unwrap().success(), "{rest}");
+    let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let run = &report["runs"][0];
+    // The fixture's sensors hold still: the live figure is the report's mean.
+    let (live, mean) = (figures["power_w"].as_f64().unwrap(), run["power"]["mean_w"].as_f64().unwrap());
+    assert!((live - mean).abs() <= 0.01 * mean, "live {live} W, report {mean} W: {figures}");
+    let hottest = run["telemetry"]["zones"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|z| z["max_c"].as_f64().unwrap())
+        .fold(f64::MIN, f64::max);
+    assert_eq!(figures["temperature_c"].as_f64(), Some(hottest), "{figures}");
+}
