@@ -28,10 +28,46 @@ pub fn checks() -> Vec<Check> {
             installed("cuDNN", library_version(&o.root, "libcudnn"), f, &libraries(o, "libcudnn"))
         }),
         Check::new(Area::Platform, "ONNX Runtime", 1_000, |o, _| onnx_runtime(o)),
-        Check::new(Area::Platform, "GStreamer", 10, |_, _| {
-            Outcome::skip("edgert has no GStreamer sources yet: nothing of GStreamer's to check")
-        }),
+        Check::new(Area::Platform, "GStreamer", 200, |_, f| gstreamer(f)),
     ]
+}
+
+/// The GStreamer edgert links, and on a Jetson the elements its CSI, decode and encode paths use.
+#[cfg(feature = "gstreamer")]
+fn gstreamer(facts: &Facts) -> Outcome {
+    let installed = match crate::capture::source::gst::describe() {
+        Ok(installed) => installed,
+        Err(e) => {
+            return Outcome::fail(
+                "GStreamer initialises",
+                e,
+                "install GStreamer: sudo apt install libgstreamer1.0-0",
+            )
+        }
+    };
+    let encoder = match crate::output::h264::encoder() {
+        Ok(pipeline) if pipeline.contains("nvv4l2h264enc") => "nvv4l2h264enc",
+        Ok(_) => "x264enc",
+        Err(_) => "none",
+    };
+    let missing: Vec<&str> =
+        installed.jetson_elements.iter().filter(|(_, present)| !present).map(|(name, _)| *name).collect();
+    if facts.jetson && !missing.is_empty() {
+        return Outcome::fail(
+            "JetPack's GStreamer elements (nvarguscamerasrc, nvv4l2decoder, nvvidconv)",
+            format!("{}; missing {}", installed.version, missing.join(", ")),
+            "install JetPack's GStreamer plugins: sudo apt install nvidia-l4t-gstreamer",
+        );
+    }
+    let jetson = if missing.len() == installed.jetson_elements.len() { "none" } else { "present" };
+    Outcome::pass(format!("{}; Jetson elements {jetson}; H.264 encoder {encoder}", installed.version))
+}
+
+#[cfg(not(feature = "gstreamer"))]
+fn gstreamer(_: &Facts) -> Outcome {
+    Outcome::skip(
+        "built without the gstreamer feature (video files, RTSP, CSI cameras and video out need it)",
+    )
 }
 
 fn libraries(options: &Options, library: &str) -> String {

@@ -245,6 +245,25 @@ fn capture_records_a_video_that_replays_frame_for_frame() {
 }
 
 #[test]
+fn doctor_names_gstreamer_and_the_h264_encoder() {
+    let Some(()) = tools("doctor") else { return };
+    let out = edgert(&["doctor", "--only", "platform", "--json", "-"]);
+    let report: Value =
+        serde_json::from_str(&stdout(&out)).unwrap_or_else(|e| panic!("{e}: {}", stderr(&out)));
+    let check = report["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "GStreamer")
+        .unwrap_or_else(|| panic!("{report}"))
+        .clone();
+    // This machine is no Jetson: GStreamer and x264enc (the tests' tools) are found.
+    assert_eq!(check["status"], "pass", "{check}");
+    let seen = check["seen"].as_str().unwrap();
+    assert!(seen.starts_with("GStreamer 1.") && seen.contains("H.264 encoder x264enc"), "{check}");
+}
+
+#[test]
 fn info_lists_gstreamer_and_the_jetson_elements() {
     let Some(()) = tools("info") else { return };
     let out = edgert(&["info", "--json"]);
