@@ -261,6 +261,18 @@ fn doctor_names_gstreamer_and_the_h264_encoder() {
     assert_eq!(check["status"], "pass", "{check}");
     let seen = check["seen"].as_str().unwrap();
     assert!(seen.starts_with("GStreamer 1.") && seen.contains("H.264 encoder x264enc"), "{check}");
+    // A Jetson (a board's tree) whose GStreamer lacks JetPack's elements: a failure with the fix.
+    if !has_element("nvarguscamerasrc") {
+        let root = fixture("orin-nano-jp6").display().to_string();
+        let out = edgert(&["doctor", "--only", "platform", "--sysfs-root", &root, "--json", "-"]);
+        let report: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        let check =
+            report["checks"].as_array().unwrap().iter().find(|c| c["name"] == "GStreamer").unwrap().clone();
+        assert_eq!(check["status"], "fail", "{check}");
+        assert!(check["seen"].as_str().unwrap().contains("missing nvarguscamerasrc"), "{check}");
+        assert!(check["fix"].as_str().unwrap().contains("nvidia-l4t-gstreamer"), "{check}");
+        assert_eq!(out.status.code(), Some(1), "a failed check");
+    }
 }
 
 #[test]
