@@ -45,11 +45,7 @@ fn gstreamer(facts: &Facts) -> Outcome {
             )
         }
     };
-    let encoder = match crate::output::h264::encoder() {
-        Ok(pipeline) if pipeline.contains("nvv4l2h264enc") => "nvv4l2h264enc",
-        Ok(_) => "x264enc",
-        Err(_) => "none",
-    };
+    let encoder = crate::output::h264::encoder().map_or("none", |e| e.element);
     let missing: Vec<&str> =
         installed.jetson_elements.iter().filter(|(_, present)| !present).map(|(name, _)| *name).collect();
     if facts.jetson && !missing.is_empty() {

@@ -13,6 +13,7 @@ use gstreamer_app::AppSrc;
 
 use super::{Shown, Sink};
 use crate::capture::source::gst::bus_error;
+use crate::capture::source::launch::{fraction, quote};
 use crate::Error;
 
 /// How long the muxer may take to finish a file after the last frame.
@@ -25,16 +26,30 @@ pub enum Target {
     Rtp { host: String, port: u16 },
 }
 
-/// The encoder part of a pipeline from RGB frames: key frames often enough that a viewer joining
-/// or a player seeking waits at most a second at 30 fps.
-pub fn encoder() -> Result<&'static str, String> {
+/// The H.264 encoder installed, by element, and the part of a pipeline from RGB frames through
+/// it: key frames often enough that a viewer joining or a player seeking waits at most a second at
+/// 30 fps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Encoder {
+    pub element: &'static str,
+    pub pipeline: &'static str,
+}
+
+pub fn encoder() -> Result<Encoder, String> {
     gst::init().map_err(|e| format!("GStreamer does not initialise: {e}"))?;
     let has = |name| gst::ElementFactory::find(name).is_some();
     if has("nvv4l2h264enc") && has("nvvidconv") {
-        Ok("videoconvert ! video/x-raw,format=I420 ! nvvidconv ! video/x-raw(memory:NVMM),format=I420 \
-            ! nvv4l2h264enc insert-sps-pps=true iframeinterval=30")
+        Ok(Encoder {
+            element: "nvv4l2h264enc",
+            pipeline:
+                "videoconvert ! video/x-raw,format=I420 ! nvvidconv ! video/x-raw(memory:NVMM),format=I420 \
+                ! nvv4l2h264enc insert-sps-pps=true iframeinterval=30",
+        })
     } else if has("x264enc") {
-        Ok("videoconvert ! video/x-raw,format=I420 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=30")
+        Ok(Encoder {
+            element: "x264enc",
+            pipeline: "videoconvert ! video/x-raw,format=I420 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=30",
+        })
     } else {
         Err("no H.264 encoder: neither nvv4l2h264enc (JetPack) nor x264enc (gstreamer1.0-plugins-ugly) is installed".into())
     }
@@ -43,7 +58,7 @@ pub fn encoder() -> Result<&'static str, String> {
 pub struct H264 {
     target: Target,
     name: String,
-    encoder: &'static str,
+    encoder: Encoder,
     running: Option<Running>,
 }
 
@@ -74,21 +89,23 @@ impl H264 {
     /// none): the frames' own times set when each is shown, but with no rate at all the encoder
     /// gives the last frame no duration, and the MP4 muxer drops it.
     fn launch(&self, width: usize, height: usize, fps: Option<f64>) -> String {
-        let millihertz = (fps.unwrap_or(30.0) * 1000.0).round().clamp(1.0, 1e9) as u64;
+        let (n, d) = fraction(fps.unwrap_or(30.0));
         let head = format!(
-            "appsrc name=frames is-live=true format=time caps=video/x-raw,format=RGB,width={width},height={height},framerate={millihertz}/1000"
+            "appsrc name=frames is-live=true format=time caps=video/x-raw,format=RGB,width={width},height={height},framerate={n}/{d}"
         );
         let tail = match &self.target {
-            Target::File(path) => format!(
-                "h264parse ! {} ! filesink location=\"{}\"",
-                muxer(path),
-                partial(path).display().to_string().replace('"', "\\\"")
-            ),
+            Target::File(path) => {
+                format!(
+                    "h264parse ! {} ! filesink location={}",
+                    muxer(path),
+                    quote(&partial(path).to_string_lossy())
+                )
+            }
             Target::Rtp { host, port } => {
                 format!("h264parse ! rtph264pay config-interval=1 pt=96 ! udpsink host={host} port={port} sync=false async=false")
             }
         };
-        format!("{head} ! {} ! {tail}", self.encoder)
+        format!("{head} ! {} ! {tail}", self.encoder.pipeline)
     }
 
     fn start(&mut self, width: usize, height: usize, fps: Option<f64>) -> Result<&mut Running, String> {
@@ -110,7 +127,7 @@ impl H264 {
 }
 
 fn muxer(path: &Path) -> &'static str {
-    match path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).as_deref() {
+    match super::uri::extension(path).as_deref() {
         Some("mkv") => "matroskamux",
         _ => "mp4mux",
     }

@@ -61,7 +61,8 @@ impl RtspOut {
         server.set_service(&port.to_string());
         let factory = RTSPMediaFactory::new();
         factory.set_launch(&format!(
-            "( appsrc name=frames is-live=true do-timestamp=true format=time ! {encoder} ! rtph264pay name=pay0 pt=96 config-interval=1 )"
+            "( appsrc name=frames is-live=true do-timestamp=true format=time ! {} ! rtph264pay name=pay0 pt=96 config-interval=1 )",
+            encoder.pipeline
         ));
         factory.set_shared(true);
         let viewers = Arc::new(Mutex::new(Viewers::default()));

@@ -75,7 +75,8 @@ impl OutputUri {
     }
 }
 
-fn extension(path: &Path) -> Option<String> {
+/// A path's extension, lower case.
+pub fn extension(path: &Path) -> Option<String> {
     path.extension().map(|e| e.to_string_lossy().to_ascii_lowercase())
 }
 

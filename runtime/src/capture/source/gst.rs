@@ -260,14 +260,10 @@ pub(crate) fn bus_error(pipeline: &gst::Bin) -> Option<String> {
                 let detail = detail.rsplit_once("): ").map_or(detail, |(_, d)| d);
                 reason += &format!(" ({})", redacted(detail.trim()));
             }
-            return Some(one_line(&reason));
+            return Some(crate::error::one_line(&reason));
         }
     }
     None
-}
-
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 enum Pulled {

@@ -128,7 +128,7 @@ pub fn quote(text: &str) -> String {
 }
 
 /// A frame rate as a GStreamer fraction: whole rates exactly, others to a thousandth.
-fn fraction(fps: f64) -> (u64, u64) {
+pub fn fraction(fps: f64) -> (u64, u64) {
     if fps.fract() == 0.0 {
         (fps as u64, 1)
     } else {
