@@ -25,6 +25,7 @@ pub mod precision;
 pub mod preprocess;
 pub mod report;
 pub mod saved_outputs;
+pub mod serve;
 pub mod stream;
 pub mod tensor;
 pub mod tune;

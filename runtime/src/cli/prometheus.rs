@@ -40,17 +40,8 @@ pub struct Exporter {
 impl Exporter {
     /// Binds `address` (loopback only; port 0 picks a free one) and serves `/metrics` on a thread.
     pub fn start(address: &str) -> Result<Exporter, Error> {
-        let wanted: SocketAddr = address.parse().map_err(|_| {
-            Error::Usage(format!("--prometheus {address}: not an address like 127.0.0.1:9101"))
-        })?;
-        if !wanted.ip().is_loopback() {
-            return Err(Error::Usage(format!(
-                "--prometheus {address}: not a loopback address; serve on 127.0.0.1 or ::1 and put a proxy in front"
-            )));
-        }
-        let server = tiny_http::Server::http(wanted)
-            .map_err(|e| Error::Serve { address: address.into(), reason: e.to_string() })?;
-        let bound = server.server_addr().to_ip().unwrap_or(wanted);
+        let instead = "serve on 127.0.0.1 or ::1 and put a proxy in front";
+        let (server, bound) = crate::serve::listen("--prometheus", address, "127.0.0.1:9101", Some(instead))?;
         let metrics = Metrics::default();
         let mut registry = Registry::with_prefix("edgert");
         let m = &metrics;

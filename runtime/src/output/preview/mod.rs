@@ -31,18 +31,9 @@ impl Preview {
     /// Binds `address` (port 0 picks a free one) and serves on a thread of its own. `public`
     /// allows addresses other than loopback; `sysfs` is where temperatures are read.
     pub fn start(address: &str, public: bool, sysfs: &std::path::Path) -> Result<Preview, Error> {
-        let wanted: SocketAddr = address
-            .parse()
-            .map_err(|_| Error::Usage(format!("--preview {address}: not an address like 127.0.0.1:8090")))?;
-        if !wanted.ip().is_loopback() && !public {
-            return Err(Error::Usage(format!(
-                "--preview {address}: not a loopback address; add --preview-public to show the camera to the network"
-            )));
-        }
+        let instead = (!public).then_some("add --preview-public to show the camera to the network");
+        let (http, bound) = crate::serve::listen("--preview", address, "127.0.0.1:8090", instead)?;
         let token = hub::token().map_err(|e| Error::Serve { address: address.into(), reason: e })?;
-        let http = tiny_http::Server::http(wanted)
-            .map_err(|e| Error::Serve { address: address.into(), reason: e.to_string() })?;
-        let bound = http.server_addr().to_ip().unwrap_or(wanted);
         let hub = Arc::new(Hub::new(token, sysfs));
         let server = server::spawn(http, hub.clone());
         let url = format!("http://{bound}/?token={}", hub.token);
