@@ -144,10 +144,6 @@ impl Sink for H264 {
         self.name.clone()
     }
 
-    fn wants_jpeg(&self) -> bool {
-        false
-    }
-
     fn write(&mut self, frame: &Shown) -> Result<(), String> {
         let (width, height) = (frame.canvas.width, frame.canvas.height);
         let running = match &mut self.running {

@@ -39,8 +39,11 @@ pub struct Shown<'a> {
 pub trait Sink: Send {
     /// What the report calls it.
     fn name(&self) -> String;
-    /// Whether the next frame should be encoded as JPEG for it.
-    fn wants_jpeg(&self) -> bool;
+    /// Whether the next frame should be encoded as JPEG for it (sinks that encode video take the
+    /// RGB pixels).
+    fn wants_jpeg(&self) -> bool {
+        false
+    }
     /// An error ends the run (a full disk); a client going away is not one.
     fn write(&mut self, frame: &Shown) -> Result<(), String>;
     /// The most viewers at once, for sinks that serve them.

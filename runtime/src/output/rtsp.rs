@@ -108,10 +108,6 @@ impl Sink for RtspOut {
         self.name.clone()
     }
 
-    fn wants_jpeg(&self) -> bool {
-        false
-    }
-
     fn write(&mut self, frame: &Shown) -> Result<(), String> {
         let (width, height) = (frame.canvas.width, frame.canvas.height);
         let mut viewers = self.viewers.lock().unwrap_or_else(|p| p.into_inner());
