@@ -175,11 +175,18 @@ fn bad_video_sources_fail_in_one_line_with_exit_2() {
     .unwrap();
     let empty = dir.path().join("empty.mp4");
     std::fs::write(&empty, b"").unwrap();
+    // A FIFO nobody writes to would hold filesrc open for ever.
+    let fifo = dir.path().join("fifo.mp4");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    let folder = dir.path().join("folder.mp4");
+    std::fs::create_dir(&folder).unwrap();
     let digits = digits();
     let file = |p: &Path| format!("file:{}", p.display());
     for (uri, says) in [
         (file(&missing("clip.mp4")), "clip.mp4: cannot read"),
-        (file(&truncated), "no playable streams"),
+        (file(&fifo), "is not a regular file"),
+        (file(&folder), "is not a regular file"),
+        (file(&truncated), "no playable stream"),
         (file(&garbage), "Could not determine type of stream"),
         (file(&empty), "Stream contains no data"),
         ("gst:notanelement ! appsink name=edgert".into(), "does not parse: no element \"notanelement\""),

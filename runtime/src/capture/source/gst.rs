@@ -95,8 +95,16 @@ pub fn open(text: &str, uri: &SourceUri, options: &SourceOptions) -> Result<Box<
         }
         SourceUri::Rtsp(location) => (Kind::Rtsp, launch::rtsp(location, &launch)),
         SourceUri::Video(path) => {
-            // A missing file is said before GStreamer's less direct "Resource not found".
-            std::fs::metadata(path).map_err(|e| Error::input(path, format!("cannot read: {e}")))?;
+            // A missing file is said before GStreamer's less direct "Resource not found", and a
+            // FIFO refused before filesrc waits for its writer without end.
+            let meta =
+                std::fs::metadata(path).map_err(|e| Error::input(path, format!("cannot read: {e}")))?;
+            if !meta.is_file() {
+                return Err(Error::input(
+                    path,
+                    "is not a regular file (a stream on a pipe is read with gst:fdsrc ! …)",
+                ));
+            }
             (Kind::File, launch::video(path, &launch))
         }
         SourceUri::Gst(pipeline) => {
@@ -203,6 +211,14 @@ fn first_sample(pipeline: &gst::Bin, sink: &AppSink, kind: Kind) -> std::result:
         match next_sample(pipeline, sink, Duration::from_millis(100)) {
             Ok(Some(sample)) => return Ok(sample),
             Ok(None) if Instant::now() < deadline => {}
+            Ok(None) if kind == Kind::File && !found_a_stream(pipeline) => {
+                // decodebin drops an error its demuxer posts while being tried, as a truncated MP4
+                // can, and then waits forever: a file with no stream after this long has none.
+                break format!(
+                    "no playable stream found within {} s of starting (is the file damaged or incomplete?)",
+                    FIRST_FRAME_TIMEOUT.as_secs()
+                );
+            }
             Ok(None) => break format!("no frame within {} s of starting", FIRST_FRAME_TIMEOUT.as_secs()),
             Err(Ended::Failed(reason)) => break reason,
             Err(Ended::Eos) => {
@@ -213,6 +229,13 @@ fn first_sample(pipeline: &gst::Bin, sink: &AppSink, kind: Kind) -> std::result:
     };
     let _ = pipeline.set_state(gst::State::Null);
     Err(failed)
+}
+
+/// Whether a `decodebin` of the pipeline has exposed a decoded stream.
+fn found_a_stream(pipeline: &gst::Bin) -> bool {
+    pipeline.iterate_recurse().into_iter().flatten().any(|element| {
+        element.factory().is_some_and(|f| f.name() == "decodebin") && !element.src_pads().is_empty()
+    })
 }
 
 /// Why a pipeline gives no more samples.
