@@ -3,8 +3,9 @@
 # NV12 frames, unpaced (the pipeline's ceiling) and paced at 30 fps (a camera), without outputs,
 # with --preview and one headless Chromium watching the page (on this machine, as it would not be
 # on a board), and with --preview and curl reading the MJPEG stream (edgert's own cost), alternating,
-# in one run. Needs a release build (cargo build --release), chromium-headless-shell (or chromium)
-# and curl.
+# in one run. PIN=1 keeps edgert on CPU 0 and the viewer on CPU 1 in every mode, so the viewer
+# takes nothing from the pipeline's core, as a browser on the workstation would not. Needs a release
+# build (cargo build --release), chromium-headless-shell (or chromium), curl and, for PIN, taskset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 E=${EDGERT:-target/release/edgert}
@@ -12,6 +13,10 @@ MODEL=${MODEL:-models/mobilenetv2_int8_qdq.toml}
 SECONDS_EACH=${SECONDS_EACH:-10}
 ROUNDS=${ROUNDS:-2}
 BROWSER=$(command -v chromium-headless-shell || command -v chromium)
+EDGERT_CPU=() VIEWER_CPU=()
+if [[ ${PIN:-0} == 1 ]]; then
+  EDGERT_CPU=(taskset -c 0) VIEWER_CPU=(taskset -c 1)
+fi
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 
@@ -19,7 +24,7 @@ trap 'rm -rf "$dir"' EXIT
 bench() {
   local source=$1 mode=$2 args=() browser=""
   [[ $mode != plain ]] && args=(--preview 127.0.0.1:0)
-  "$E" bench -m "$MODEL" --source "$source" --duration-s "$SECONDS_EACH" --json "$dir/r.json" "${args[@]}" \
+  "${EDGERT_CPU[@]}" "$E" bench -m "$MODEL" --source "$source" --duration-s "$SECONDS_EACH" --json "$dir/r.json" "${args[@]}" \
     >/dev/null 2>"$dir/err" &
   local pid=$!
   if [[ $mode != plain ]]; then
@@ -30,9 +35,9 @@ bench() {
       sleep 0.1
     done
     if [[ $mode == chromium ]]; then
-      "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-dir="$dir/profile" "$url" >/dev/null 2>&1 &
+      "${VIEWER_CPU[@]}" "$BROWSER" --headless --no-sandbox --disable-gpu --user-data-dir="$dir/profile" "$url" >/dev/null 2>&1 &
     else
-      curl -s -o /dev/null "${url/\/\?/\/stream.mjpg?}" &
+      "${VIEWER_CPU[@]}" curl -s -o /dev/null "${url/\/\?/\/stream.mjpg?}" &
     fi
     browser=$!
   fi
@@ -50,7 +55,7 @@ shown = "" if out is None else ", %d frames shown, %d viewers at most, annotate 
 print("%.1f fps, glass to glass p50 %.1f p99 %.1f ms%s" % (run["frames_per_s"], run["stages"]["end_to_end"]["p50_ms"], run["stages"]["end_to_end"]["p99_ms"], shown))' "$dir/r.json"
 }
 
-echo "machine: $(uname -m), $(nproc) CPUs; $MODEL; $SECONDS_EACH s each"
+echo "machine: $(uname -m), $(nproc) CPUs; $MODEL; $SECONDS_EACH s each${EDGERT_CPU:+; edgert on CPU 0, viewer on CPU 1}"
 for source in ${SOURCES:-synthetic:640x480,nv12 synthetic:640x480@30,nv12}; do
   for round in $(seq "$ROUNDS"); do
     for mode in plain chromium curl; do
