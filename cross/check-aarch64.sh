@@ -3,7 +3,8 @@
 # and no glibc symbol newer than 2.27, the oldest glibc of the supported boards (JetPack 4 is
 # Ubuntu 18.04). Prints the stripped size, and fails above EDGERT_MAX_BYTES when that is set.
 # Where qemu-aarch64 is installed, also runs the binary on a shipped model and photo and checks its
-# answer: the dist binary is not the one the tests ran.
+# answer, and on a model tract panics on, which must still be one line and exit 2 where panics
+# abort: the dist binary is not the one the tests ran.
 # Needs binutils-aarch64-linux-gnu (and, for the run, qemu-user and libc6-dev-arm64-cross).
 #   cross/check-aarch64.sh [BINARY]   (default: the dist binary under target/aarch64-dist)
 set -euo pipefail
@@ -45,3 +46,13 @@ if [[ $answer != "models/images/chelsea.png: 285 Egyptian cat "* ]]; then
   exit 1
 fi
 echo "check-aarch64: under qemu-aarch64: $answer"
+# A model tract panics on (tests/hardening.rs): one line and exit 2, also where panics abort.
+broken=runtime/tests/fixtures/hostile/tract_gather_constant.onnx
+status=0
+said=$(qemu-aarch64 -L /usr/aarch64-linux-gnu -cpu "${EDGERT_QEMU_CPU:-cortex-a76}" "$binary" bench \
+  -m "$broken" --task raw --duration-s 0 2>&1 >/dev/null) || status=$?
+if ((status != 2)) || [[ $said != "edgert: error: $broken: "*"tract failed unexpectedly: "* ]] || (($(wc -l <<<"$said") != 1)); then
+  echo "check-aarch64: $binary on $broken: exit $status, not 2 with one line: $said" >&2
+  exit 1
+fi
+echo "check-aarch64: a model tract panics on: $said"

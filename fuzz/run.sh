@@ -4,6 +4,7 @@
 # cargo-fuzz when missing. The machines have one stable toolchain, so libFuzzer runs without a
 # sanitizer (`--sanitizer none`): coverage-guided, finding panics, aborts, hangs and memory blow-ups,
 # not silent memory errors (edgert's own code has no unsafe outside its FFI).
+# FUZZ_SEED fixes libFuzzer's seed (CI's short runs); without it each run explores afresh.
 # Usage: fuzz/run.sh [SECONDS] [TARGET...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -44,7 +45,8 @@ for target in "${targets[@]}"; do
   log=$(mktemp)
   status=0
   cargo fuzz run --sanitizer none -O "$target" "fuzz/corpus/$target" -- \
-    -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 >"$log" 2>&1 || status=$?
+    -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=20 -print_final_stats=1 ${FUZZ_SEED:+-seed="$FUZZ_SEED"} \
+    >"$log" 2>&1 || status=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   echo "fuzz $target: ${runs:-0} runs in ${seconds} s (${rate:-0}/s), exit $status"

@@ -5,6 +5,7 @@ use edgert::model::{inspect, BareModelOptions, Model};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|bytes: &[u8]| {
+    edgert_fuzz::contain_edgert_panics();
     let (_dir, path) = edgert_fuzz::in_file(bytes, "model.onnx");
     let Ok(model) = Model::load(&path, &BareModelOptions::default()) else { return };
     let _ = inspect::inspect(&model);

@@ -1,6 +1,7 @@
 //! What the fuzz targets share: outside bytes put where edgert reads them from, a file.
 
 use std::path::{Path, PathBuf};
+use std::sync::Once;
 
 /// `bytes` written to `name` in a new temporary folder (removed when the guard drops).
 pub fn in_file(bytes: &[u8], name: &str) -> (tempfile::TempDir, PathBuf) {
@@ -21,4 +22,11 @@ pub fn split(bytes: &[u8]) -> (&[u8], &[u8]) {
         Some(at) => (&bytes[..at], &bytes[at + 1..]),
         None => (bytes, &[]),
     }
+}
+
+/// edgert's panic hook over libFuzzer's: a panic edgert contains (tract's, turned into an error)
+/// is its answer, not a finding; any other still aborts, through libFuzzer's hook.
+pub fn contain_edgert_panics() {
+    static HOOK: Once = Once::new();
+    HOOK.call_once(edgert::panics::install_hook);
 }

@@ -19,6 +19,7 @@ pub mod metrics;
 pub mod model;
 pub mod outfile;
 pub mod output;
+pub mod panics;
 pub mod pipeline;
 pub mod postprocess;
 pub mod precision;

@@ -40,6 +40,13 @@ pub fn tract(path: &Path, backend: &str, stage: &str, e: &impl std::fmt::Display
     cannot_run(path, backend, format!("{node}{stage}: {text}"))
 }
 
+/// A panic in tract at `stage` of a model `backend` was preparing, as `tract` says a failure there
+/// (for `panics::contained`, which wants an error maker of its own).
+pub fn tract_panic(path: &Path, backend: &str, stage: &'static str) -> impl Fn(String) -> Error + 'static {
+    let (path, backend) = (path.to_owned(), backend.to_owned());
+    move |panic| tract(&path, &backend, stage, &format!("tract failed unexpectedly: {panic}"))
+}
+
 /// ONNX Runtime refusing a session for a model edgert could read.
 pub fn ort(path: &Path, version: &str, e: &impl std::fmt::Display) -> Error {
     let text = one_line(e);

@@ -4,6 +4,7 @@ use super::cannot_run;
 use super::tract_model::{self, TractModel, TractPrepared};
 use super::{tract_ops, Backend, PrepareOptions, Prepared, Unavailable, Unsupported};
 use crate::model::Model;
+use crate::panics::contained;
 use crate::precision::Precision;
 use crate::{Error, Result};
 
@@ -66,13 +67,19 @@ impl Backend for CpuBackend {
         };
         let TractModel { mut typed, input, outputs } = tract_model::decluttered(model, options, self.name())?;
         let unusable = |reason| Error::unavailable(self.name(), reason);
-        if self.kernels().map_err(unusable)? == CpuKernels::Edgert {
-            tract_ops::rewrite(&mut typed).map_err(|e| invalid("edgert operators", e))?;
-        }
-        typed.optimize().map_err(|e| invalid("optimization", e))?;
+        let edgert_kernels = self.kernels().map_err(unusable)? == CpuKernels::Edgert;
         let pool = tract_ops::threads::pool(options.threads).map_err(unusable)?;
         let run_options = tract_ops::threads::run_options(&pool);
-        let plan = typed.into_runnable_with_options(&run_options).map_err(|e| invalid("plan", e))?;
+        let plan = contained(
+            || {
+                if edgert_kernels {
+                    tract_ops::rewrite(&mut typed).map_err(|e| invalid("edgert operators", e))?;
+                }
+                typed.optimize().map_err(|e| invalid("optimization", e))?;
+                typed.into_runnable_with_options(&run_options).map_err(|e| invalid("plan", e))
+            },
+            cannot_run::tract_panic(&model.onnx_path, self.name(), "optimization"),
+        )?;
         Ok(Box::new(TractPrepared::new(Box::new(plan), input, outputs, model).on_pool(pool)))
     }
 }

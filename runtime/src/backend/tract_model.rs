@@ -15,6 +15,7 @@ use super::{cannot_run, constant_dequantize, PrepareOptions, Prepared, Session};
 use crate::error::one_line;
 use crate::limits::MemoryLimit;
 use crate::model::{onnx, spec_defaults, Model};
+use crate::panics::contained;
 use crate::tensor::ElementType;
 use crate::tensor::{Batch, DataType, HostTensor, TensorSpec};
 use crate::{Error, Result};
@@ -37,7 +38,10 @@ pub fn decluttered(model: &Model, options: &PrepareOptions, backend: &str) -> Re
     let invalid = |stage: &str, e: TractError| cannot_run::tract(path, backend, stage, &e);
     let shape = model.input_shape(batch);
     let dtype = model.manifest.input.dtype;
-    let analyse = || analysed(model, proto, &shape, dtype, backend);
+    let analyse = || {
+        let panicked = cannot_run::tract_panic(path, backend, "analysis");
+        contained(|| analysed(model, proto, &shape, dtype, backend), panicked)
+    };
     let typed = match LoadCache::from_env().filter(|_| tract_cache::self_contained(proto)) {
         Some(cache) => {
             let key = CacheKey {
@@ -203,7 +207,6 @@ impl Session for TractSession {
                 reason: format!("input shape {:?}, plan compiled for {:?}", input.shape, self.expected),
             });
         }
-        let failed = |e| failed(&self.path, e);
         // tract wants its input owned: one copy (converted to the model's type where it is not
         // that already), small next to the model's own run.
         let tensor = match self.dtype {
@@ -211,14 +214,23 @@ impl Session for TractSession {
             ElementType::F16 => Tensor::from_shape(input.shape, &input.values.to::<f16>()),
             ElementType::U8 => Tensor::from_shape(input.shape, &input.values.to::<u8>()),
         }
-        .map_err(failed)?;
-        let state = &mut self.state;
-        let run = move || state.run(tvec!(tensor.into_tvalue()));
+        .map_err(|e| failed(&self.path, e))?;
+        let (state, path) = (&mut self.state, &self.path);
+        let panicked = {
+            let path = path.clone();
+            move |panic| Error::Inference {
+                path: path.clone(),
+                reason: format!("tract failed unexpectedly: {panic}"),
+            }
+        };
+        // Contained on the thread that runs it: a pool's.
+        let run = move || {
+            contained(|| state.run(tvec!(tensor.into_tvalue())).map_err(|e| failed(path, e)), panicked)
+        };
         let outputs = match &self.pool {
             Some(pool) => pool.install(run),
             None => run(),
-        }
-        .map_err(failed)?;
+        }?;
         outputs
             .iter()
             .map(|value| {
@@ -227,6 +239,6 @@ impl Session for TractSession {
                 Ok(HostTensor::new(view.shape().to_vec(), view.iter().copied().collect()))
             })
             .collect::<TractResult<Vec<_>>>()
-            .map_err(failed)
+            .map_err(|e| failed(&self.path, e))
     }
 }

@@ -117,6 +117,7 @@ fn parse_budget(text: &str) -> Result<f64, String> {
 }
 
 pub fn main() -> ExitCode {
+    crate::panics::install_hook();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         // Help and version, asked for or shown for a bare command: clap's own text.

@@ -63,11 +63,7 @@ pub(super) fn run_checks(
 /// a panic, `panic = "abort"`: there a panic still ends the run.)
 fn guarded(run: Run, options: &Options, facts: &Facts) -> Outcome {
     catch_unwind(AssertUnwindSafe(|| run(options, facts))).unwrap_or_else(|payload| {
-        let message = payload
-            .downcast_ref::<&str>()
-            .map(|s| s.to_string())
-            .or_else(|| payload.downcast_ref::<String>().cloned())
-            .unwrap_or_else(|| "a panic without a message".into());
+        let message = crate::panics::message(&*payload);
         Outcome::fail(
             "the check to finish",
             format!("it panicked: {message}"),

@@ -10,6 +10,7 @@ use tract_onnx::prelude::*;
 
 use super::{onnx, spec_defaults, Model};
 use crate::error::one_line;
+use crate::panics::contained;
 use crate::precision::Precision;
 use crate::tensor::TensorSpec;
 use crate::{Error, Result};
@@ -137,7 +138,16 @@ pub fn inspect(model: &Model) -> Result<InspectReport> {
         operators,
         parameters: graph.initializer.iter().map(element_count).sum(),
         weight_bytes,
-        macs: macs(model, proto, &weights).ok(),
+        macs: {
+            // A graph tract cannot analyse leaves the MACs unknown; where a panic aborts, it ends
+            // the command with this error.
+            let broken = path.clone();
+            let panicked = move |panic| Error::InvalidModel {
+                path: broken.clone(),
+                reason: format!("its shapes cannot be inferred: tract failed unexpectedly: {panic}"),
+            };
+            contained(|| Ok(macs(model, proto, &weights).ok()), panicked).ok().flatten()
+        },
         precision: precision(proto),
         sparsity: weights.sparsity()?,
     })
