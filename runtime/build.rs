@@ -14,8 +14,12 @@ fn main() {
         "cargo:rustc-env=EDGERT_TRACT_VERSION={}",
         locked_version("tract-onnx").unwrap_or_else(|| "unknown".into())
     );
+    // Only paths that exist: cargo reruns a build script on every build for one that does not
+    // (a checkout without packed-refs rebuilt edgert each time).
     for path in ["../.git/HEAD", "../.git/refs/heads", "../.git/packed-refs", "../Cargo.lock"] {
-        println!("cargo:rerun-if-changed={path}");
+        if std::path::Path::new(path).exists() {
+            println!("cargo:rerun-if-changed={path}");
+        }
     }
     println!("cargo:rustc-check-cfg=cfg(edgert_trt_shim)");
     println!("cargo:rustc-check-cfg=cfg(edgert_trt_shim_check)");
