@@ -8,14 +8,29 @@ mod browser;
 #[path = "outputs/preview.rs"]
 mod preview;
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
+use std::process::{Child, ChildStderr, Stdio};
 
-use common::{edgert, fails, image, model, stderr, stdout};
+use common::{command, edgert, fails, image, model, stderr, stdout};
 use edgert::annotate::palette::{class_colour, ink_on};
 use serde_json::Value;
 
 fn json_lines(text: &str) -> Vec<Value> {
     text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+/// Starts edgert with `args` and a preview on a free loopback port; the child, the rest of its
+/// stderr, and the page's URL (`http://ADDRESS/?token=…`), which must be its first line.
+fn previewing(args: &[&str]) -> (Child, BufReader<ChildStderr>, String) {
+    let mut all = args.to_vec();
+    all.extend(["--preview", "127.0.0.1:0"]);
+    let mut child = command(&all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut errors = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    errors.read_line(&mut line).unwrap();
+    let url = line.trim().strip_prefix("edgert: preview at ").unwrap_or_else(|| panic!("{line}")).to_string();
+    (child, errors, url)
 }
 
 /// One frame of `photo` through `manifest`, drawn as PNG into `dir`: the prediction and the image.

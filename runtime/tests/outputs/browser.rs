@@ -4,12 +4,12 @@
 //! SKIPPED; `EDGERT_REQUIRE_BROWSER=1` (CI) makes that a failure. `EDGERT_PREVIEW_SCREENSHOT=PATH`
 //! keeps the YOLO page's screenshot (the README's).
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
-use super::common::{command, emulated, image, model, or_skipped};
-use super::json_lines;
+use super::common::{emulated, image, model, or_skipped};
+use super::{json_lines, previewing};
 use edgert::annotate::palette::class_colour;
 
 fn browser() -> Option<PathBuf> {
@@ -29,18 +29,6 @@ fn browser() -> Option<PathBuf> {
         "browser",
         "no chromium-headless-shell or chromium on the PATH",
     )
-}
-
-/// Starts a `run` with a preview; the child and the page's address.
-fn previewing(args: &[&str]) -> (Child, BufReader<std::process::ChildStderr>, String) {
-    let mut all = args.to_vec();
-    all.extend(["--preview", "127.0.0.1:0", "--json"]);
-    let mut child = command(&all).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    let mut errors = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    errors.read_line(&mut line).unwrap();
-    let url = line.trim().strip_prefix("edgert: preview at ").unwrap_or_else(|| panic!("{line}")).to_string();
-    (child, errors, url)
 }
 
 /// The browser on `url` with `what` (`--screenshot=…` or `--dump-dom`), its JavaScript given
@@ -76,8 +64,16 @@ fn the_page_moves_serves_two_browsers_and_shows_the_reports_rate() {
     let Some(browser) = browser() else { return };
     let dir = tempfile::tempdir().unwrap();
     let digits = model("digits_mlp_nchw.toml").display().to_string();
-    let (child, errors, url) =
-        previewing(&["run", "-m", &digits, "--source", "synthetic:320x240@30", "--duration-s", "7"]);
+    let (child, errors, url) = previewing(&[
+        "run",
+        "-m",
+        &digits,
+        "--source",
+        "synthetic:320x240@30",
+        "--duration-s",
+        "7",
+        "--json",
+    ]);
     let shot = |k: usize| dir.path().join(format!("shot{k}.png"));
     // Two browsers at once, each with a profile of its own.
     std::thread::scope(|s| {
@@ -111,8 +107,19 @@ fn yolos_boxes_reach_the_browser() {
     let dir = tempfile::tempdir().unwrap();
     let yolo = model("yolov3_tiny_coco_int8_qdq.toml").display().to_string();
     let source = format!("file:{}", image("bus.jpg").display());
-    let (child, errors, url) =
-        previewing(&["run", "-m", &yolo, "--source", &source, "--loop", "--fps", "4", "--duration-s", "6"]);
+    let (child, errors, url) = previewing(&[
+        "run",
+        "-m",
+        &yolo,
+        "--source",
+        &source,
+        "--loop",
+        "--fps",
+        "4",
+        "--duration-s",
+        "6",
+        "--json",
+    ]);
     let shot = dir.path().join("yolo.png");
     visit(&browser, &dir.path().join("profile"), &url, &format!("--screenshot={}", shot.display()), 4000);
     finish(child, errors);

@@ -3,11 +3,10 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use super::common::{command, emulated, fails, model};
-use super::json_lines;
+use super::common::{emulated, fails, model};
+use super::{json_lines, previewing};
 
 /// GET `path` from `address`: the status and the body.
 fn get(address: &str, path: &str) -> (u16, Vec<u8>) {
@@ -51,7 +50,7 @@ fn frames(address: &str, query: &str, n: usize) -> Vec<Vec<u8>> {
 #[test]
 fn two_viewers_get_frames_a_stalled_one_slows_nothing_and_the_token_is_required() {
     let digits = model("digits_mlp_nchw.toml").display().to_string();
-    let mut child = command(&[
+    let (child, mut errors, url) = previewing(&[
         "run",
         "-m",
         &digits,
@@ -59,22 +58,9 @@ fn two_viewers_get_frames_a_stalled_one_slows_nothing_and_the_token_is_required(
         "synthetic:160x120@30",
         "--duration-s",
         "6",
-        "--preview",
-        "127.0.0.1:0",
         "--json",
-    ])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let mut errors = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    errors.read_line(&mut line).unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("edgert: preview at http://")
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_string();
+    ]);
+    let url = url.strip_prefix("http://").unwrap_or_else(|| panic!("{url}")).to_string();
     let (address, query) = url.split_once('/').map(|(a, q)| (a.to_string(), q.to_string())).unwrap();
     assert!(query.starts_with("?token=") && query.len() == "?token=".len() + 32, "{query}");
 
@@ -168,7 +154,7 @@ fn the_figures_carry_the_boards_power_and_hottest_zone() {
     let json = dir.path().join("r.json");
     let digits = model("digits_mlp_nchw.toml").display().to_string();
     let root = super::common::fixture("orin-nano-jp6").display().to_string();
-    let mut child = command(&[
+    let (child, mut errors, url) = previewing(&[
         "bench",
         "-m",
         &digits,
@@ -178,24 +164,10 @@ fn the_figures_carry_the_boards_power_and_hottest_zone() {
         "3",
         "--sysfs-root",
         &root,
-        "--preview",
-        "127.0.0.1:0",
         "--json",
         &json.display().to_string(),
-    ])
-    .stdout(Stdio::null())
-    .stderr(Stdio::piped())
-    .spawn()
-    .unwrap();
-    let mut errors = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    let url = loop {
-        line.clear();
-        assert!(errors.read_line(&mut line).unwrap() > 0, "no preview address");
-        if let Some(url) = line.trim().strip_prefix("edgert: preview at http://") {
-            break url.to_string();
-        }
-    };
+    ]);
+    let url = url.strip_prefix("http://").unwrap_or_else(|| panic!("{url}")).to_string();
     let (address, query) = url.split_once('/').map(|(a, q)| (a.to_string(), q.to_string())).unwrap();
     let started = Instant::now();
     let figures = loop {
@@ -209,7 +181,7 @@ fn the_figures_carry_the_boards_power_and_hottest_zone() {
     };
     let mut rest = String::new();
     errors.read_to_string(&mut rest).unwrap();
-    assert!(child.wait().unwrap().success(), "{rest}");
+    assert!(child.wait_with_output().unwrap().status.success(), "{rest}");
     let report: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     let run = &report["runs"][0];
     // The fixture's sensors hold still: the live figure is the report's mean.
