@@ -40,7 +40,14 @@ fn plan(path: &str, variant: &str) -> TractResult<Plan> {
 fn pool() -> Option<Arc<rayon::ThreadPool>> {
     static POOL: std::sync::OnceLock<Option<Arc<rayon::ThreadPool>>> = std::sync::OnceLock::new();
     let threads = std::env::var("THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1);
-    POOL.get_or_init(|| threads::pool(threads).expect("THREADS: a pool of that many threads")).clone()
+    POOL.get_or_init(|| {
+        threads::pool(threads, |panic| edgert::Error::Inference {
+            path: "tract_profile".into(),
+            reason: panic,
+        })
+        .expect("THREADS: a pool of that many threads")
+    })
+    .clone()
 }
 
 /// One run, each node's time added to `per_op` under its operator's name, or under its operator's

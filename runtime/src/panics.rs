@@ -19,7 +19,8 @@ thread_local! {
 }
 
 /// `f`'s result, or its panic as the error `to_error` makes of the panic's message. Code that a
-/// library runs on other threads (a thread pool's workers) is contained on the thread it runs on.
+/// library runs on other threads is contained there too when those are threads `contain_thread`
+/// was called on.
 pub fn contained<T>(
     f: impl FnOnce() -> Result<T>,
     to_error: impl Fn(String) -> Error + 'static,
@@ -28,6 +29,14 @@ pub fn contained<T>(
     let result = panic::catch_unwind(AssertUnwindSafe(f));
     let to_error = CONTAINING.with(|c| c.borrow_mut().pop()).expect("pushed above");
     result.unwrap_or_else(|payload| Err(to_error(message(&*payload))))
+}
+
+/// Contains every panic on this thread that no `contained` call on it catches, as `to_error`
+/// makes it: for a thread pool's threads, which run only parts of calls contained on another
+/// thread (a panic there travels back to that call: rayon resumes it on the thread that handed
+/// the work over). The hook then stays silent there, or, where panics abort, says this error.
+pub fn contain_thread(to_error: impl Fn(String) -> Error + 'static) {
+    CONTAINING.with(|c| c.borrow_mut().insert(0, Box::new(to_error)));
 }
 
 /// A panic's message: the text `panic!` was given, where it was text, without the backtrace an
@@ -45,7 +54,7 @@ pub fn message(payload: &(dyn Any + Send)) -> String {
 }
 
 /// The error a panic inside `contained` on this thread becomes, if it is inside one.
-fn contained_error(payload: &(dyn Any + Send)) -> Option<Error> {
+pub(crate) fn contained_error(payload: &(dyn Any + Send)) -> Option<Error> {
     CONTAINING
         .try_with(|c| c.try_borrow().ok().and_then(|c| c.last().map(|to_error| to_error(message(payload)))))
         .ok()

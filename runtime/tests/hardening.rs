@@ -46,11 +46,17 @@ fn graphs_tract_breaks_down_on_are_models_it_cannot_run_in_one_line() {
         ("tract_slice.onnx", "attempt to divide by zero"),
         ("tract_reduce.onnx", "Illegal combination of values for rank and axis: 2 and 9"),
         ("tract_tile.onnx", "assertion failed"),
+        ("tract_topk_negative.onnx", "assertion failed"),
     ] {
         let path = hostile(name);
         let cannot = "the cpu backend cannot run this model: analysis: tract failed unexpectedly: ";
         fails(&["bench", "-m", s(&path), "--task", "raw", "--duration-s", "0"], 2, &[s(&path), cannot, says]);
     }
+    // One it would run and answer wrongly: a TopK of 7 values from 4.
+    let path = hostile("tract_topk_beyond.onnx");
+    let topk =
+        "the cpu backend cannot run this model: node 'y' (TopK): k is 7, and its axis 1 holds 4 values";
+    fails(&["bench", "-m", s(&path), "--task", "raw", "--duration-s", "0"], 2, &[s(&path), topk]);
     // Inspecting one says what needs no analysis, its MACs unknown.
     let out = edgert(&["inspect", "-m", s(&hostile("tract_gather_constant.onnx")), "--task", "raw"]);
     let (text, err) = (stdout(&out), stderr(&out));

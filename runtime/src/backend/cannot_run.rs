@@ -54,7 +54,8 @@ pub fn ort(path: &Path, version: &str, e: &impl std::fmt::Display) -> Error {
     cannot_run(path, "ort", format!("{node}ONNX Runtime {version}: {text}"))
 }
 
-fn cannot_run(path: &Path, backend: &str, reason: String) -> Error {
+/// `reason` (which names the node) as a model `backend` cannot run, with the alternatives named.
+pub(super) fn cannot_run(path: &Path, backend: &str, reason: String) -> Error {
     let reason = reason + &alternatives(backend);
     Error::BackendCannotRun { path: path.to_owned(), backend: backend.into(), reason }
 }

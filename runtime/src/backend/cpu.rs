@@ -68,7 +68,8 @@ impl Backend for CpuBackend {
         let TractModel { mut typed, input, outputs } = tract_model::decluttered(model, options, self.name())?;
         let unusable = |reason| Error::unavailable(self.name(), reason);
         let edgert_kernels = self.kernels().map_err(unusable)? == CpuKernels::Edgert;
-        let pool = tract_ops::threads::pool(options.threads).map_err(unusable)?;
+        let panicked = tract_model::inference_panic(&model.onnx_path);
+        let pool = tract_ops::threads::pool(options.threads, panicked).map_err(unusable)?;
         let run_options = tract_ops::threads::run_options(&pool);
         let plan = contained(
             || {

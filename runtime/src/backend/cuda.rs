@@ -9,6 +9,7 @@ use super::tract_model::{self, TractModel, TractPrepared};
 use super::{Backend, PrepareOptions, Prepared, Unavailable, Unsupported};
 use crate::error::one_line;
 use crate::model::Model;
+use crate::panics::contained;
 use crate::precision::Precision;
 use crate::{Error, Result};
 
@@ -59,9 +60,14 @@ impl Backend for CudaBackend {
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
         let runtime = runtime().map_err(|reason| Error::unavailable("cuda", reason))?;
         let TractModel { typed, input, outputs } = tract_model::decluttered(model, options, self.name())?;
-        let plan = runtime
-            .prepare(typed)
-            .map_err(|e| cannot_run::tract(&model.onnx_path, self.name(), "CUDA plan", &e))?;
+        let plan = contained(
+            || {
+                runtime
+                    .prepare(typed)
+                    .map_err(|e| cannot_run::tract(&model.onnx_path, self.name(), "CUDA plan", &e))
+            },
+            cannot_run::tract_panic(&model.onnx_path, self.name(), "CUDA plan"),
+        )?;
         Ok(Box::new(TractPrepared::new(plan, input, outputs, model)))
     }
 }

@@ -13,6 +13,7 @@ pub mod ort;
 #[cfg(feature = "tensorrt")]
 pub mod tensorrt;
 mod tract_cache;
+mod tract_checks;
 mod tract_model;
 pub mod tract_ops;
 

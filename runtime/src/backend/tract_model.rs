@@ -11,7 +11,7 @@ use tract_onnx::tract_core::runtime::{Runnable, State};
 use tract_onnx::tract_hir::internal::DimLike;
 
 use super::tract_cache::{self, CacheKey, LoadCache};
-use super::{cannot_run, constant_dequantize, PrepareOptions, Prepared, Session};
+use super::{cannot_run, constant_dequantize, tract_checks, PrepareOptions, Prepared, Session};
 use crate::error::one_line;
 use crate::limits::MemoryLimit;
 use crate::model::{onnx, spec_defaults, Model};
@@ -141,7 +141,9 @@ pub(super) fn analysed(
         ElementType::U8 => u8::datum_type(),
     };
     graph.set_input_fact(input_index, datum.fact(shape).into()).map_err(|e| invalid("input shape", e))?;
-    graph.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| invalid("analysis", e))
+    let typed = graph.into_typed().and_then(|t| t.into_decluttered()).map_err(|e| invalid("analysis", e))?;
+    tract_checks::check(path, backend, &typed)?;
+    Ok(typed)
 }
 
 /// A tract plan as a `Prepared`: `cpu` and `cuda` differ only in the runtime that made the plan.
@@ -167,6 +169,15 @@ impl TractPrepared {
     /// turns with it (benches/RESULTS.md).
     pub fn on_pool(self, pool: Option<Arc<ThreadPool>>) -> Self {
         TractPrepared { pool, ..self }
+    }
+}
+
+/// The error a panic in tract while it runs the model at `path` becomes.
+pub fn inference_panic(path: &Path) -> impl Fn(String) -> Error + Clone + Send + Sync + 'static {
+    let path = path.to_owned();
+    move |panic| Error::Inference {
+        path: path.clone(),
+        reason: format!("tract failed unexpectedly: {panic}"),
     }
 }
 
@@ -216,13 +227,7 @@ impl Session for TractSession {
         }
         .map_err(|e| failed(&self.path, e))?;
         let (state, path) = (&mut self.state, &self.path);
-        let panicked = {
-            let path = path.clone();
-            move |panic| Error::Inference {
-                path: path.clone(),
-                reason: format!("tract failed unexpectedly: {panic}"),
-            }
-        };
+        let panicked = inference_panic(path);
         // Contained on the thread that runs it: a pool's.
         let run = move || {
             contained(|| state.run(tvec!(tensor.into_tvalue())).map_err(|e| failed(path, e)), panicked)
