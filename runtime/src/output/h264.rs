@@ -2,7 +2,8 @@
 //! `rtp://HOST:PORT`. Annotated RGB frames go into an appsrc, stamped with the time since the
 //! first; the encoder is chosen at run time: `nvv4l2h264enc` (the Jetson's NVENC) where it is
 //! installed, else `x264enc`. A video file is written beside its name and renamed into place once
-//! the muxer has finished it, so a failed run leaves no half-written video under that name.
+//! the muxer has finished it, so a failed run leaves no half-written video under that name; the
+//! file beside it is removed when anything fails, as `outfile` does.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -179,16 +180,14 @@ impl Sink for H264 {
             _ => Err(format!("the encoder did not finish within {} s", FINISH_TIMEOUT.as_secs())),
         };
         let _ = running.pipeline.set_state(gst::State::Null);
-        if let Target::File(path) = &self.target {
-            let partial = partial(path);
-            match &result {
-                Ok(()) => std::fs::rename(&partial, path).map_err(|e| format!("{}: {e}", path.display()))?,
-                Err(_) => {
-                    let _ = std::fs::remove_file(&partial);
-                }
-            }
+        let Target::File(path) = &self.target else { return result };
+        let partial = partial(path);
+        let placed = result
+            .and_then(|()| std::fs::rename(&partial, path).map_err(|e| format!("{}: {e}", path.display())));
+        if placed.is_err() {
+            let _ = std::fs::remove_file(&partial);
         }
-        result
+        placed
     }
 }
 

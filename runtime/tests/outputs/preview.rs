@@ -195,3 +195,45 @@ fn the_figures_carry_the_boards_power_and_hottest_zone() {
         .fold(f64::MIN, f64::max);
     assert_eq!(figures["temperature_c"].as_f64(), Some(hottest), "{figures}");
 }
+
+/// Opens the MJPEG stream: its status line, and the connection, open until dropped.
+fn open_stream(address: &str, query: &str) -> (String, BufReader<TcpStream>) {
+    let mut stream = TcpStream::connect(address).unwrap();
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    write!(stream, "GET /stream.mjpg{query} HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    (line, reader)
+}
+
+#[test]
+fn a_ninth_viewer_is_turned_away_until_one_of_eight_leaves() {
+    let digits = model("digits_mlp_nchw.toml").display().to_string();
+    let (mut child, _errors, url) =
+        previewing(&["run", "-m", &digits, "--source", "synthetic:64x48@30", "--duration-s", "10"]);
+    let url = url.strip_prefix("http://").unwrap_or_else(|| panic!("{url}")).to_string();
+    let (address, query) = url.split_once('/').map(|(a, q)| (a.to_string(), q.to_string())).unwrap();
+    let mut viewers: Vec<_> = (0..8).map(|_| open_stream(&address, &query)).collect();
+    for (status, _) in &viewers {
+        assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    }
+    let (status, body) = get(&address, &format!("/stream.mjpg{query}"));
+    assert_eq!(
+        (status, String::from_utf8_lossy(&body).as_ref()),
+        (503, "too many viewers; close one and reload\n")
+    );
+    // One leaves: its place is free once the frame after shows it gone.
+    drop(viewers.pop());
+    let started = Instant::now();
+    loop {
+        let (status, _) = open_stream(&address, &query);
+        if status.starts_with("HTTP/1.1 200") {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(10), "no place freed: {status}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+}

@@ -1,6 +1,7 @@
 //! Video out through GStreamer: annotated frames to MP4 and MKV files read back by edgert, to an
 //! RTP receiver and an RTSP client (edgert reading what edgert sent), and the refusals.
 
+use std::os::unix::process::CommandExt;
 use std::process::Stdio;
 
 use crate::common::*;
@@ -152,4 +153,81 @@ fn video_outputs_are_refused_in_one_line() {
     .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("no H.264 encoder"), "{}", stderr(&out));
+}
+
+#[test]
+fn a_run_stopped_by_ctrl_c_still_finishes_its_video() {
+    let Some(()) = tools("video out stopped by SIGINT") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mp4 = dir.path().join("out.mp4");
+    let digits = digits();
+    let output = format!("file:{}", mp4.display());
+    let args =
+        ["run", "-m", &digits, "--source", "synthetic:160x120@30", "--drop", "none", "--output", &output];
+    let (child, mut lines) = spawn(&args);
+    // Stopped once frames flow, as a user's Ctrl-C would.
+    for _ in 0..10 {
+        lines.next().expect("a prediction").unwrap();
+    }
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    // As many frames in the video as the run says it wrote there.
+    let shown = err
+        .split(&format!("to {output} ("))
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no frame count for {output}: {err}"));
+    assert!(shown >= 10, "{err}");
+    assert_eq!(read_back(&output, &["--fps", "0", "--drop", "none"]), (shown, 160, 120));
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["out.mp4"], "no partial file left");
+}
+
+#[test]
+fn a_video_that_cannot_be_finished_is_an_error_and_leaves_nothing() {
+    let Some(()) = tools("video out failing at its end") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let mp4 = dir.path().join("out.mp4");
+    let digits = digits();
+    let output = format!("file:{}", mp4.display());
+    let args =
+        ["run", "-m", &digits, "--source", "synthetic:160x120@30", "--frames", "45", "--output", &output];
+    let (child, mut lines) = spawn(&args);
+    lines.next().expect("a prediction").unwrap();
+    // Its name taken by a folder while it runs: the finished video has nowhere to go.
+    std::fs::create_dir_all(mp4.join("taken")).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.starts_with(&format!("edgert: error: {output}: cannot write: {}: ", mp4.display())),
+        "{err}"
+    );
+    let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(names, ["out.mp4"], "the folder only, no partial file left");
+    assert!(mp4.is_dir());
+
+    // A disk that fills as it runs (a 64 kB limit on what edgert may write to a file): the run
+    // stops there, its summary written, the partial video removed.
+    std::fs::remove_dir_all(&mp4).unwrap();
+    let mut full = command(&args);
+    unsafe {
+        full.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit { rlim_cur: 64 * 1024, rlim_max: 64 * 1024 };
+            match libc::setrlimit(libc::RLIMIT_FSIZE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        })
+    };
+    let out = full.output().unwrap();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("ended: failed") && err.lines().last().unwrap().contains("File too large"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "no partial file left");
 }
