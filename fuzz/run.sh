@@ -51,7 +51,8 @@ for target in "${targets[@]}"; do
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
   echo "fuzz $target: ${runs:-0} runs in ${seconds} s (${rate:-0}/s), exit $status"
   if ((status)); then
-    grep -E "panicked at|ERROR: libFuzzer|SUMMARY|Test unit written" "$log" | head -n 8
+    # What panicked and why (the line after), what libFuzzer saw, and where the input is.
+    grep -m 8 -A 1 -E "panicked at|ERROR: libFuzzer|Test unit written" "$log" || true
     failed=1
   fi
   rm -f "$log"

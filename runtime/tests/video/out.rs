@@ -107,8 +107,10 @@ fn rtp_and_rtsp_outputs_reach_a_client() {
             (10, 160, 120)
         );
     }
-    let _ = sender.kill();
-    sender.wait().unwrap();
+    // Both clients have gone (the RTSP one mid-stream): the sender ran its 8 s regardless.
+    let sent = sender.wait_with_output().unwrap();
+    let err = stderr(&sent);
+    assert!(sent.status.success() && err.contains("ended: duration"), "{err}");
 }
 
 #[test]
