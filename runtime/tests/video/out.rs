@@ -12,7 +12,7 @@ fn digits() -> String {
 }
 
 /// Frames predicted from `uri` and the size they came at.
-fn read_back(uri: &str, extra: &[&str]) -> (u64, u64, u64) {
+pub fn read_back(uri: &str, extra: &[&str]) -> (u64, u64, u64) {
     let digits = digits();
     let mut args = vec!["run", "-m", &digits, "--source", uri, "--json"];
     args.extend_from_slice(extra);
@@ -21,6 +21,16 @@ fn read_back(uri: &str, extra: &[&str]) -> (u64, u64, u64) {
     let lines = json_lines(&stdout(&out));
     let s = summary(&lines);
     (s["frames_processed"].as_u64().unwrap(), s["width"].as_u64().unwrap(), s["height"].as_u64().unwrap())
+}
+
+/// The frames a run's output line says it wrote to `output`.
+pub fn frames_written(stderr: &str, output: &str) -> u64 {
+    stderr
+        .split(&format!("to {output} ("))
+        .nth(1)
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse::<u64>().ok())
+        .unwrap_or_else(|| panic!("no frame count for {output}: {stderr}"))
 }
 
 #[test]
@@ -176,12 +186,7 @@ fn a_run_stopped_by_ctrl_c_still_finishes_its_video() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(130), "{err}");
     // As many frames in the video as the run says it wrote there.
-    let shown = err
-        .split(&format!("to {output} ("))
-        .nth(1)
-        .and_then(|rest| rest.split(' ').next())
-        .and_then(|n| n.parse::<u64>().ok())
-        .unwrap_or_else(|| panic!("no frame count for {output}: {err}"));
+    let shown = frames_written(&err, &output);
     assert!(shown >= 10, "{err}");
     assert_eq!(read_back(&output, &["--fps", "0", "--drop", "none"]), (shown, 160, 120));
     let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();

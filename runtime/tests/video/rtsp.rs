@@ -16,10 +16,13 @@ use gstreamer_rtsp_server::{
 use serde_json::Value;
 
 use super::files::{json_lines, summary, tools};
+use super::out::{frames_written, read_back};
 use crate::common::*;
 
 /// `PORT` or `PORT:USER:PASSWORD`: what the child process serves.
 const SERVE: &str = "EDGERT_TEST_RTSP_SERVE";
+/// `WIDTHxHEIGHT` of its frames.
+const SIZE: &str = "EDGERT_TEST_RTSP_SIZE";
 
 /// The server itself, run only as the child process the tests start (`Server::start`).
 #[test]
@@ -29,6 +32,8 @@ fn serve() {
     let mut words = spec.split(':');
     let port = words.next().unwrap();
     let credentials = words.next().zip(words.next());
+    let size = std::env::var(SIZE).unwrap();
+    let (width, height) = size.split_once('x').unwrap();
     gst::init().unwrap();
     let server = RTSPServer::new();
     server.set_address("127.0.0.1");
@@ -36,10 +41,10 @@ fn serve() {
     let factory = RTSPMediaFactory::new();
     // A key frame every 10 frames, so a client that joins or rejoins decodes within a third of
     // a second.
-    factory.set_launch(
-        "( videotestsrc is-live=true pattern=ball ! video/x-raw,width=160,height=120,framerate=30/1 \
-         ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=10 ! rtph264pay name=pay0 pt=96 )",
-    );
+    factory.set_launch(&format!(
+        "( videotestsrc is-live=true pattern=ball ! video/x-raw,width={width},height={height},framerate=30/1 \
+         ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=10 ! rtph264pay name=pay0 pt=96 )"
+    ));
     factory.set_shared(true);
     if let Some((user, password)) = credentials {
         let auth = RTSPAuth::new();
@@ -67,9 +72,14 @@ struct Server {
 
 impl Server {
     fn start(spec: &str) -> Server {
+        Server::start_sized(spec, "160x120")
+    }
+
+    fn start_sized(spec: &str, size: &str) -> Server {
         let mut child = std::process::Command::new(std::env::current_exe().unwrap())
             .args(["--ignored", "--exact", "rtsp::serve", "--nocapture", "--test-threads=1"])
             .env(SERVE, spec)
+            .env(SIZE, size)
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -193,6 +203,41 @@ fn reconnect_rides_out_a_server_restart() {
     assert_eq!(s["ending"]["reason"], "interrupted", "{s}");
     assert!(err.contains("reconnecting (1 of 10)"), "{err}");
     assert!(after.last().unwrap()["sequence"].as_u64().unwrap() >= 29, "{}", after.last().unwrap());
+}
+
+#[test]
+fn a_stream_back_at_another_size_ends_the_run_and_its_video_keeps_the_frames_before() {
+    let Some(()) = tools("rtsp back at another size") else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let output = format!("file:{}", dir.path().join("out.mp4").display());
+    // Bounded, so a stream taken at its new size fails the test rather than hanging it.
+    let flags = [
+        "--timeout-s",
+        "2",
+        "--reconnect",
+        "10",
+        "--drop",
+        "none",
+        "--duration-s",
+        "30",
+        "--output",
+        &output,
+    ];
+    let (mut server, _, child, lines) = watching(&flags);
+    server.stop();
+    std::thread::sleep(Duration::from_secs(2));
+    let _server = Server::start_sized(&server.spec, "320x240");
+    let (rest, code, err) = finish(child, lines);
+    assert_eq!(code, Some(1), "{err}");
+    let s = summary(&rest);
+    assert_eq!(s["ending"]["reason"], "failed", "{s}");
+    let error = s["ending"]["error"].as_str().unwrap();
+    assert!(error.contains("the stream changed from nv12 160x120 to nv12 320x240 mid-run"), "{s}");
+    assert!(err.contains("reconnecting (1 of 10)"), "{err}");
+    // The video was finished with the frames shown before the change.
+    let shown = frames_written(&err, &output);
+    assert!(shown >= 10, "{err}");
+    assert_eq!(read_back(&output, &["--fps", "0", "--drop", "none"]), (shown, 160, 120));
 }
 
 #[test]
