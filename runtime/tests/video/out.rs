@@ -101,7 +101,7 @@ fn rtp_and_rtsp_outputs_reach_a_client() {
     .unwrap();
     let mut sender_args = vec!["run", "-m", &digits, "--source", "synthetic:160x120@30", "--duration-s", "8"];
     sender_args.extend(outputs.iter().map(String::as_str));
-    let mut sender = command(&sender_args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let sender = command(&sender_args).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
     let received = receiver.wait_with_output().unwrap();
     assert!(received.status.success(), "RTP: {}", stderr(&received));
     let s = summary(&json_lines(&stdout(&received))).clone();

@@ -1,7 +1,6 @@
 //! What the output stage and the browsers' threads share: the latest frame and figures, and who is
 //! watching.
 
-use std::io::Read;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -168,9 +167,7 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// 128 random bits from the kernel, as hex.
 pub fn token() -> Result<String, String> {
     let mut bytes = [0u8; 16];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(&mut bytes))
-        .map_err(|e| format!("cannot read /dev/urandom for the preview's token: {e}"))?;
+    getrandom::fill(&mut bytes).map_err(|e| format!("no random bytes for the preview's token: {e}"))?;
     Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
 }
 
