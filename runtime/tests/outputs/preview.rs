@@ -22,12 +22,7 @@ fn get(address: &str, path: &str) -> (u16, Vec<u8>) {
 
 /// Opens the MJPEG stream and reads `n` JPEG parts from it.
 fn frames(address: &str, query: &str, n: usize) -> Vec<Vec<u8>> {
-    let mut stream = TcpStream::connect(address).unwrap();
-    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-    write!(stream, "GET /stream.mjpg{query} HTTP/1.1\r\nHost: {address}\r\n\r\n").unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
+    let (mut line, mut reader) = open_stream(address, query);
     assert!(line.starts_with("HTTP/1.1 200"), "{line}");
     let mut parts = Vec::new();
     let mut length = None;
