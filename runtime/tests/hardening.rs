@@ -123,9 +123,9 @@ fn threads_past_the_cpus_are_capped_with_a_warning_unless_forced() {
     assert!(stderr(&out).contains("edgert: warning: --threads 65535 is more than the"), "{}", stderr(&out));
 }
 
-/// A recording whose index disagrees with its frames.
-fn recording_with(dir: &Path, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
-    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings/yuyv-320x240");
+/// A copy of the recording `fixture` whose index disagrees with its frames.
+fn recording_with(dir: &Path, fixture: &str, edit: impl Fn(&mut serde_json::Value)) -> PathBuf {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/recordings").join(fixture);
     let copy = dir.join("recording");
     std::fs::create_dir_all(&copy).unwrap();
     copy_tree(&fixture, &copy);
@@ -139,17 +139,25 @@ fn recording_with(dir: &Path, edit: impl Fn(&mut serde_json::Value)) -> PathBuf 
 #[test]
 fn recordings_whose_index_disagrees_with_their_frames_are_refused() {
     type Edit = fn(&mut serde_json::Value);
-    let cases: [(Edit, &str); 3] = [
+    let yuyv = "yuyv-320x240";
+    let cases: [(&str, Edit, &str); 4] = [
         (
+            yuyv,
             |j| j["frames"][0]["length"] = 10.into(),
             "frame 0 has 10 bytes; a yuyv frame of this size has 153600",
         ),
-        (|j| j["frames"][1]["length"] = 0.into(), "frame 1 has 0 bytes"),
-        (|j| j["width"] = (1u64 << 63).into(), "is over 16384 pixels a side"),
+        (yuyv, |j| j["frames"][1]["length"] = 0.into(), "frame 1 has 0 bytes"),
+        (yuyv, |j| j["width"] = (1u64 << 63).into(), "is over 16384 pixels a side"),
+        // Found by the fuzzer: the replay took the index's stride for the decoded frames' rows.
+        (
+            "mjpeg-320x240",
+            |j| j["stride"] = 990.into(),
+            "stride 990 is not an MJPEG recording's: its frames decode to rows of 960 bytes",
+        ),
     ];
-    for (edit, message) in cases {
+    for (fixture, edit, message) in cases {
         let dir = tempfile::tempdir().unwrap();
-        let uri = format!("file:{}", recording_with(dir.path(), edit).display());
+        let uri = format!("file:{}", recording_with(dir.path(), fixture, edit).display());
         fails(&["run", "-m", digits(), "--source", &uri], 2, &["frames.json", message]);
     }
 }

@@ -122,8 +122,10 @@ impl FrameSource for Replay {
             Some(mjpeg) => (mjpeg.rgb(), Some(&self.buffer[..])),
             None => (&self.buffer[..], None),
         };
-        let frame =
-            Frame::new(format, width, height, stride, pixels).expect("checked when opened or decoded");
+        // Checked when opened or decoded; an error, not a panic, should a check miss a case.
+        let frame = Frame::new(format, width, height, stride, pixels).map_err(|e| {
+            Error::input(&self.reader.raw_path, format!("a frame does not fit the index: {e}"))
+        })?;
         Ok(Capture::Frame(Captured { frame, sequence, timestamp, at: None, encoded }))
     }
 

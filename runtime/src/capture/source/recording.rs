@@ -167,6 +167,14 @@ impl Reader {
             .ok_or_else(|| Error::input(&index_path, format!("unknown pixel format '{}'", index.format)))?;
         crate::frame::Frame::check_layout(format, index.width, index.height, index.stride)
             .map_err(|e| Error::input(&index_path, e))?;
+        let rows = format.min_stride(index.width);
+        if encoded && index.stride != rows {
+            let reason = format!(
+                "stride {} is not an MJPEG recording's: its frames decode to rows of {rows} bytes",
+                index.stride
+            );
+            return Err(Error::input(&index_path, reason));
+        }
         if index.frames.is_empty() {
             return Err(Error::input(&index_path, "the recording has no frames"));
         }
