@@ -49,7 +49,8 @@ for target in "${targets[@]}"; do
     >"$log" 2>&1 || status=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)
-  echo "fuzz $target: ${runs:-0} runs in ${seconds} s (${rate:-0}/s), exit $status"
+  # The rate is libFuzzer's over the time it ran: less than SECONDS where it stopped at a finding.
+  echo "fuzz $target: ${runs:-0} runs at ${rate:-0}/s (for up to ${seconds} s), exit $status"
   if ((status)); then
     # What panicked and why (the line after), what libFuzzer saw, and where the input is.
     grep -m 8 -A 1 -E "panicked at|ERROR: libFuzzer|Test unit written" "$log" || true
