@@ -8,6 +8,13 @@ use std::time::{Duration, Instant};
 use super::common::{emulated, fails, model};
 use super::{json_lines, previewing};
 
+/// The preview's `http://ADDRESS/?token=…` as its address and its query (`?token=…`).
+fn address_and_query(url: &str) -> (String, String) {
+    let rest = url.strip_prefix("http://").unwrap_or_else(|| panic!("{url}"));
+    let (address, query) = rest.split_once('/').unwrap_or_else(|| panic!("{url}"));
+    (address.to_string(), query.to_string())
+}
+
 /// GET `path` from `address`: the status and the body.
 fn get(address: &str, path: &str) -> (u16, Vec<u8>) {
     let mut stream = TcpStream::connect(address).unwrap();
@@ -55,8 +62,7 @@ fn two_viewers_get_frames_a_stalled_one_slows_nothing_and_the_token_is_required(
         "6",
         "--json",
     ]);
-    let url = url.strip_prefix("http://").unwrap_or_else(|| panic!("{url}")).to_string();
-    let (address, query) = url.split_once('/').map(|(a, q)| (a.to_string(), q.to_string())).unwrap();
+    let (address, query) = address_and_query(&url);
     assert!(query.starts_with("?token=") && query.len() == "?token=".len() + 32, "{query}");
 
     // Without the token, or with another, nothing is served.
@@ -162,8 +168,7 @@ fn the_figures_carry_the_boards_power_and_hottest_zone() {
         "--json",
         &json.display().to_string(),
     ]);
-    let url = url.strip_prefix("http://").unwrap_or_else(|| panic!("{url}")).to_string();
-    let (address, query) = url.split_once('/').map(|(a, q)| (a.to_string(), q.to_string())).unwrap();
+    let (address, query) = address_and_query(&url);
     let started = Instant::now();
     let figures = loop {
         let (status, body) = get(&address, &format!("/stats.json{query}"));
@@ -207,8 +212,7 @@ fn a_ninth_viewer_is_turned_away_until_one_of_eight_leaves() {
     let digits = model("digits_mlp_nchw.toml").display().to_string();
     let (mut child, _errors, url) =
         previewing(&["run", "-m", &digits, "--source", "synthetic:64x48@30", "--duration-s", "10"]);
-    let url = url.strip_prefix("http://").unwrap_or_else(|| panic!("{url}")).to_string();
-    let (address, query) = url.split_once('/').map(|(a, q)| (a.to_string(), q.to_string())).unwrap();
+    let (address, query) = address_and_query(&url);
     let mut viewers: Vec<_> = (0..8).map(|_| open_stream(&address, &query)).collect();
     for (status, _) in &viewers {
         assert!(status.starts_with("HTTP/1.1 200"), "{status}");
