@@ -9,8 +9,10 @@ normalize in numpy, as torchvision's transforms do. OpenCV: `cv2.resize(INTER_LI
 antialiased), crop, normalize, transpose. edgert: the preprocess stage of `edgert bench --input
 PHOTO` (p50 over its iterations: decoded image to input tensor, allocation included).
 
-The agreement set is the shipped photos and each of them rescaled (PIL, Lanczos) so that the short
-side shrinks 1.2x to 4x to reach 256, written to a temporary folder.
+The agreement set is the shipped photos and their mirror images, each as it is and rescaled (PIL,
+Lanczos) so that the short side shrinks 1.0x to 4.0x in steps of 0.1 to reach 256 (448 photos),
+written to a temporary folder; the first, smaller set (42: unmirrored, as they are and at shrinks
+1.2, 1.8, 2.5, 3.2 and 4) is reported beside it.
 
     cargo build --release
     python3 -m venv /tmp/peer && /tmp/peer/bin/pip install onnxruntime numpy pillow opencv-python-headless
@@ -91,22 +93,35 @@ def edgert_top1(edgert, model, folder, photos):
     return [by_input[os.path.basename(p)] for p in photos]
 
 
+# The first agreement set (42 photos): the shipped photos as they are and at these shrinks.
+FIRST_SET_SHRINKS = (1.2, 1.8, 2.5, 3.2, 4.0)
+
+
 def agreement_set(folder):
-    """The shipped photos and their rescaled copies, all in `folder`."""
-    photos = []
+    """The shipped photos and their mirror images, each as it is and rescaled (PIL, Lanczos) so
+    that the short side shrinks 1.0x to 4.0x in steps of 0.1 to reach 256, all in `folder`; and
+    which of them make the first, smaller set."""
+    photos, first = [], []
     for path in sorted(glob.glob(os.path.join(ROOT, "models/images/*"))):
         image = Image.open(path).convert("RGB")
-        copy = os.path.join(folder, os.path.basename(path))
-        shutil.copy(path, copy)
-        photos.append(copy)
         name = os.path.splitext(os.path.basename(path))[0]
-        for shrink in (1.2, 1.8, 2.5, 3.2, 4.0):
-            s = shrink * 256 / min(image.size)
-            size = (round(image.width * s), round(image.height * s))
-            out = os.path.join(folder, f"{name}_x{shrink}.png")
-            image.resize(size, Image.LANCZOS).save(out)
-            photos.append(out)
-    return photos
+        for mirrored in (False, True):
+            flipped = image.transpose(Image.FLIP_LEFT_RIGHT) if mirrored else image
+            stem = os.path.join(folder, name + ("_mirrored" if mirrored else ""))
+            # As it is: the file itself (its JPEG decoded by each side's own decoder), or mirrored.
+            as_is = shutil.copy(path, folder) if not mirrored else stem + ".png"
+            if mirrored:
+                flipped.save(as_is)
+            photos.append(as_is)
+            first.append(not mirrored)
+            for tenths in range(10, 41):
+                shrink = tenths / 10
+                s = shrink * 256 / min(image.size)
+                size = (round(image.width * s), round(image.height * s))
+                flipped.resize(size, Image.LANCZOS).save(f"{stem}_x{shrink:.1f}.png")
+                photos.append(f"{stem}_x{shrink:.1f}.png")
+                first.append(not mirrored and shrink in FIRST_SET_SHRINKS)
+    return photos, first
 
 
 def main():
@@ -142,10 +157,16 @@ def main():
 
         agree = os.path.join(folder, "agreement")
         os.mkdir(agree)
-        photos = agreement_set(agree)
-        print(f"\ntop-1 agreement with onnxruntime fed by PIL, {len(photos)} photos:")
+        photos, first = agreement_set(agree)
+        print(f"\ntop-1 agreement with onnxruntime fed by PIL: all {len(photos)} photos "
+              f"(the first set's {sum(first)} in brackets)")
         print("\n| model | " + " | ".join(binaries) + " | OpenCV's preprocessing |")
         print("|---|" + "---|" * (len(binaries) + 1))
+
+        def agreement(got, want):
+            same = [a == b for a, b in zip(got, want)]
+            return f"{sum(same)} / {len(same)} ({sum(s for s, f in zip(same, first) if f)} / {sum(first)})"
+
         for model in MODELS:
             session = onnxruntime.InferenceSession(os.path.join(ROOT, f"models/{model}.onnx"),
                                                    providers=["CPUExecutionProvider"])
@@ -153,12 +174,8 @@ def main():
             top1 = lambda x: int(np.argmax(session.run(None, {name: x[None]})[0]))
             want = [top1(pil(Image.open(p).convert("RGB"))) for p in photos]
             cv_top1 = [top1(opencv(np.asarray(Image.open(p).convert("RGB")))) for p in photos]
-            cells = []
-            for path in binaries.values():
-                got = edgert_top1(path, model, agree, photos)
-                cells.append(f"{sum(a == b for a, b in zip(got, want))} / {len(photos)}")
-            agree_cv = sum(a == b for a, b in zip(cv_top1, want))
-            print(f"| {model} | " + " | ".join(cells) + f" | {agree_cv} / {len(photos)} |")
+            cells = [agreement(edgert_top1(path, model, agree, photos), want) for path in binaries.values()]
+            print(f"| {model} | " + " | ".join(cells) + f" | {agreement(cv_top1, want)} |")
 
 
 if __name__ == "__main__":

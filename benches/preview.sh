@@ -50,8 +50,9 @@ bench() {
 import json, sys
 run = json.load(open(sys.argv[1]))["runs"][0]
 out = run["stream"].get("output")
-shown = "" if out is None else ", %d frames shown, %d viewers at most, annotate p50 %.2f ms, JPEG p50 %.2f ms" % (
-    out["frames_shown"], out["outputs"][0]["most_clients"], out["annotate"]["p50_ms"], (out["encode"] or {"p50_ms": 0})["p50_ms"])
+drawn, encoded = out and (out["annotate"] or {"count": 0, "p50_ms": 0}), out and (out["encode"] or {"count": 0, "p50_ms": 0})
+shown = "" if out is None else ", %d frames shown, %d pictures sent, %d viewers at most, annotate p50 %.2f ms, JPEG p50 %.2f ms" % (
+    out["frames_shown"], encoded["count"], out["outputs"][0]["most_clients"], drawn["p50_ms"], encoded["p50_ms"])
 print("%.1f fps, glass to glass p50 %.1f p99 %.1f ms%s" % (run["frames_per_s"], run["stages"]["end_to_end"]["p50_ms"], run["stages"]["end_to_end"]["p99_ms"], shown))' "$dir/r.json"
 }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::encode;
 use super::uri::ImageFormat;
-use super::{Shown, Sink};
+use super::{Shown, Sink, Wants};
 use crate::outfile;
 use crate::Error;
 
@@ -38,15 +38,18 @@ impl Sink for Dir {
         format!("dir:{}", self.path.display())
     }
 
-    fn wants_jpeg(&self) -> bool {
-        self.format == ImageFormat::Jpeg
+    fn wants(&self) -> Wants {
+        match self.format {
+            ImageFormat::Jpeg => Wants::Jpeg,
+            ImageFormat::Png => Wants::Picture,
+        }
     }
 
     fn write(&mut self, frame: &Shown) -> Result<(), String> {
         let bytes = match self.format {
             ImageFormat::Jpeg => frame.jpeg.ok_or("no JPEG was encoded")?,
             ImageFormat::Png => {
-                encode::png(frame.canvas, &mut self.png)?;
+                encode::png(frame.picture()?, &mut self.png)?;
                 &self.png
             }
         };

@@ -146,13 +146,14 @@ impl Sink for H264 {
     }
 
     fn write(&mut self, frame: &Shown) -> Result<(), String> {
-        let (width, height) = (frame.canvas.width, frame.canvas.height);
+        let canvas = frame.picture()?;
+        let (width, height) = (canvas.width, canvas.height);
         let running = match &mut self.running {
             Some(running) if running.size == (width, height) => running,
             Some(running) => return Err(super::resized(running.size, (width, height))),
             None => self.start(width, height, frame.source_fps)?,
         };
-        let mut buffer = gst::Buffer::from_mut_slice(frame.canvas.pixels.clone());
+        let mut buffer = gst::Buffer::from_mut_slice(canvas.pixels.clone());
         let at = gst::ClockTime::from_nseconds(running.started.elapsed().as_nanos() as u64);
         buffer.get_mut().expect("a new buffer").set_pts(at);
         if running.source.push_buffer(buffer).is_err() {

@@ -26,7 +26,8 @@ pub use uri::OutputUri;
 /// One annotated frame, as the sinks see it.
 pub struct Shown<'a> {
     pub sequence: u64,
-    pub canvas: &'a Canvas,
+    /// The annotated RGB frame, when some sink wanted a picture of it.
+    pub canvas: Option<&'a Canvas>,
     /// The frame as JPEG, when a sink asked for it.
     pub jpeg: Option<&'a [u8]>,
     pub overlay: &'a Overlay,
@@ -36,13 +37,30 @@ pub struct Shown<'a> {
     pub source_fps: Option<f64>,
 }
 
+impl Shown<'_> {
+    /// The annotated frame, for a sink that wanted a picture.
+    pub fn picture(&self) -> Result<&Canvas, String> {
+        self.canvas.ok_or_else(|| "no picture was drawn for this frame".into())
+    }
+}
+
+/// What a sink takes of the next frame; the stage draws and encodes only what some sink takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Wants {
+    /// The figures alone (a preview nobody watches, or between its pictures).
+    Figures,
+    /// The annotated RGB pixels (video encoders, PNG files).
+    Picture,
+    /// The annotated frame as JPEG (and its pixels).
+    Jpeg,
+}
+
 pub trait Sink: Send {
     /// What the report calls it.
     fn name(&self) -> String;
-    /// Whether the next frame should be encoded as JPEG for it (sinks that encode video take the
-    /// RGB pixels).
-    fn wants_jpeg(&self) -> bool {
-        false
+    /// What it takes of the next frame.
+    fn wants(&self) -> Wants {
+        Wants::Picture
     }
     /// An error ends the run (a full disk); a client going away is not one.
     fn write(&mut self, frame: &Shown) -> Result<(), String>;
@@ -185,7 +203,7 @@ fn resized(was: (usize, usize), now: (usize, usize)) -> String {
 #[derive(Debug, Clone, Serialize)]
 pub struct OutputStats {
     pub outputs: Vec<SinkStats>,
-    /// Frames annotated and handed to the outputs.
+    /// Frames handed to the outputs (drawn where one wanted a picture: `annotate`'s count).
     pub frames_shown: u64,
     /// Predicted frames the output stage had no time for (`--drop latest`): their inferences
     /// still counted, only the picture was skipped.

@@ -109,7 +109,8 @@ impl Sink for RtspOut {
     }
 
     fn write(&mut self, frame: &Shown) -> Result<(), String> {
-        let (width, height) = (frame.canvas.width, frame.canvas.height);
+        let canvas = frame.picture()?;
+        let (width, height) = (canvas.width, canvas.height);
         let mut viewers = self.viewers.lock().unwrap_or_else(|p| p.into_inner());
         match viewers.size {
             Some(size) if size != (width, height) => return Err(super::resized(size, (width, height))),
@@ -121,7 +122,7 @@ impl Sink for RtspOut {
             if source.caps().is_none() {
                 source.set_caps(Some(&caps(width, height)));
             }
-            let buffer = gst::Buffer::from_mut_slice(frame.canvas.pixels.clone());
+            let buffer = gst::Buffer::from_mut_slice(canvas.pixels.clone());
             source.push_buffer(buffer).is_ok()
         });
         Ok(())

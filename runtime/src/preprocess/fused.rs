@@ -113,6 +113,9 @@ pub struct FusedPreprocess {
     column_runs: Vec<ColumnRun>,
     /// Whether some columns lie in a letterbox border (left and right).
     padded_columns: bool,
+    /// Whether every tap lands on one pixel with no weight on its neighbour (a frame already at
+    /// its size in the input, as after `plan`'s downscale): one pixel read per output pixel.
+    pub(super) direct: bool,
     geometry: Geometry,
 }
 
@@ -163,6 +166,7 @@ impl FusedPreprocess {
             pad: spec.pad_value as f32,
             source: (source_w, source_h),
             padded_columns: columns.iter().any(|tap| !tap.inside),
+            direct: columns.iter().chain(&rows).all(|tap| tap.w1 == 0.0),
             column_runs: column_runs(&columns),
             columns,
             rows,
@@ -294,7 +298,12 @@ impl FusedPreprocess {
             for (first, runs) in (0..self.width).step_by(RUN).zip(&self.column_runs) {
                 let n = (self.width - first).min(RUN);
                 let columns = &self.columns[first..first + n];
-                if ty.inside {
+                if ty.inside && self.direct {
+                    for (i, tx) in columns.iter().enumerate() {
+                        run.words[0][i] = top(tx.i0);
+                    }
+                    run.unpack(&unpack, runs);
+                } else if ty.inside {
                     for (i, tx) in columns.iter().enumerate() {
                         run.words[0][i] = top(tx.i0);
                         run.words[1][i] = top(tx.i1);
@@ -412,6 +421,16 @@ impl Default for Run {
 }
 
 impl Run {
+    /// `rgb` from the top-left neighbours' words alone, where every weight is zero: the same
+    /// values `interpolate` gives, since `a + (b - a) * 0.0` is `a`.
+    #[inline(always)]
+    fn unpack(&mut self, unpack: impl Fn(Word, u32) -> [f32; 3], columns: &ColumnRun) {
+        let [r, g, b] = &mut self.rgb;
+        for i in 0..RUN {
+            [r[i], g[i], b[i]] = unpack(self.words[0][i], columns.odd[0][i]);
+        }
+    }
+
     /// `rgb` from the neighbours' words: unpacked to RGB, interpolated across with the columns'
     /// weights, then down with `down`. Whole runs, stale entries past the row's end included: fixed
     /// trip counts vectorize.

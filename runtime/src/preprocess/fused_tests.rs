@@ -74,6 +74,35 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(100))]
+
+    /// A frame already at the input's size (as after `plan`'s downscale) reads one pixel per
+    /// output pixel: the same values as interpolating with zero weights, bit for bit.
+    #[test]
+    fn one_pixel_per_output_pixel_is_interpolation_with_zero_weights(
+        format in 0usize..5,
+        half_w in 1usize..80,
+        half_h in 1usize..20,
+        (spec, layout) in recipe(),
+        seed in any::<u64>(),
+    ) {
+        let format = FORMATS[format];
+        let (w, h) = (half_w * 2, half_h * 2);
+        let spec = PreprocessSpec { resize: ResizeMode::Stretch, ..spec };
+        let data = crate::capture::synthetic::noise(format.frame_bytes(format.min_stride(w), h), seed);
+        let frame = Frame::new(format, w, h, format.min_stride(w), &data).unwrap();
+        let direct = FusedPreprocess::new(&spec, w, h, layout, w, h).unwrap();
+        prop_assert!(direct.direct);
+        let mut interpolating = direct.clone();
+        interpolating.direct = false;
+        let (mut got, mut want) = (vec![f32::NAN; direct.item_len()], vec![f32::NAN; direct.item_len()]);
+        direct.run(&frame, &mut got).unwrap();
+        interpolating.run(&frame, &mut want).unwrap();
+        prop_assert!(got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits()));
+    }
+}
+
 #[test]
 fn bt601_limited_range_black_white_and_red() {
     assert_eq!(yuv_to_rgb(16, 128, 128), [0.0, 0.0, 0.0]);

@@ -2,7 +2,7 @@
 //! centre-crop), scale, mean/std, channel order, layout and element type. One path for everything:
 //! a camera frame, a recording's frame or a decoded image (as an RGB24 or GREY frame) goes through
 //! `plan::FramePlan`: the one-pass `fused` conversion, after an antialiased downscale where the
-//! recipe shrinks the frame more than 2×. `reference` is the slow, obviously correct version for tests.
+//! recipe shrinks the frame. `reference` is the slow, obviously correct version for tests.
 
 mod colour;
 pub mod fused;

@@ -1,9 +1,10 @@
 //! How a frame of one size and pixel format becomes the model's input: the fused pass alone, or,
-//! where the recipe shrinks the frame more than 2× on a side, an antialiased downscale first
+//! where the recipe shrinks the frame on a side, an antialiased downscale first
 //! (`fast_image_resize`'s bilinear convolution, which widens its filter with the scale as PIL and
 //! torchvision do), then the fused pass over the downscaled pixels at one source pixel per output
-//! pixel. Bilinear sampling alone reads 4 source pixels per output pixel and skips the rest, which
-//! aliases past 2×.
+//! pixel. Bilinear sampling alone reads 4 source pixels per output pixel and skips the rest: it
+//! aliases past 2×, and between 1× and 2× it still differs enough from PIL's filter to turn
+//! classifiers' answers (benches/RESULTS.md, image preprocessing: top-1 agreement).
 
 use fast_image_resize::images::{TypedImage, TypedImageRef};
 use fast_image_resize::pixels::{U8x3, U8};
@@ -15,15 +16,12 @@ use crate::frame::{Frame, PixelFormat};
 use crate::model::manifest::{Layout, PreprocessSpec};
 use crate::tensor::InputElement;
 
-/// Above this shrink factor, bilinear sampling skips source pixels: downscale with a filter first.
-const MAX_BILINEAR_SHRINK: usize = 2;
-
 /// The planned way for frames of one size and format; `run` keeps its scratch between frames.
 pub struct FramePlan {
     /// The fused pass over frames as they come: what runs where there is no downscale, and what
     /// the GPU kernel runs.
     single: FusedPreprocess,
-    /// Where the frame shrinks more than 2×: the downscale, and the fused pass over its output.
+    /// Where the frame shrinks: the downscale, and the fused pass over its output.
     downscaled: Option<(Downscale, FusedPreprocess)>,
     format: PixelFormat,
     source: (usize, usize),
@@ -39,8 +37,7 @@ impl FramePlan {
         (source_w, source_h): (usize, usize),
     ) -> Result<FramePlan, PreprocessError> {
         let place = placement(spec, source_w, source_h, width, height)?;
-        let shrinks = source_w > MAX_BILINEAR_SHRINK * place.resized_w
-            || source_h > MAX_BILINEAR_SHRINK * place.resized_h;
+        let shrinks = source_w > place.resized_w || source_h > place.resized_h;
         let single = FusedPreprocess::new(spec, width, height, layout, source_w, source_h)?;
         // YUYV and NV12 share chroma between pixels: no resize crate takes them, and converting a
         // whole camera frame to RGB first would cost more than the pass. Sampled bilinearly.

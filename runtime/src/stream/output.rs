@@ -1,6 +1,7 @@
 //! The output stage: each predicted frame converted to RGB, annotated, encoded once and handed to
-//! the outputs, on a thread of its own after postprocessing. Its queue follows `--drop`: with
-//! `latest` a slow output skips pictures, never inferences, and counts them.
+//! the outputs, on a thread of its own after postprocessing, each step only where some output
+//! wants it. Its queue follows `--drop`: with `latest` a slow output skips pictures, never
+//! inferences, and counts them.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -16,7 +17,7 @@ use crate::capture::source::SourceInfo;
 use crate::frame::Frame;
 use crate::metrics::stats::{ms, Latencies};
 use crate::output::recent::Recent;
-use crate::output::{encode, OutputStats, Outputs, Shown, SinkStats};
+use crate::output::{encode, OutputStats, Outputs, Shown, SinkStats, Wants};
 use crate::postprocess::Prediction;
 
 /// The overlay's power figure is read this often: a sensor read per frame would cost more than
@@ -90,9 +91,15 @@ pub(super) fn output_stage(
             power_read = Some(Instant::now());
         }
         let started = Instant::now();
-        let drawn = Frame::new(info.format, info.width, info.height, show.frame.stride, &show.frame.data)
-            .map_err(|e| e.to_string())
-            .and_then(|frame| rgb::frame_into(&mut canvas, &frame, &mut scratch));
+        // Nothing is drawn for sinks that take only the figures (a preview nobody watches).
+        let wants = outputs.sinks.iter().map(|s| s.wants()).max().unwrap_or(Wants::Figures);
+        let drawn = if wants >= Wants::Picture {
+            Frame::new(info.format, info.width, info.height, show.frame.stride, &show.frame.data)
+                .map_err(|e| e.to_string())
+                .and_then(|frame| rgb::frame_into(&mut canvas, &frame, &mut scratch))
+        } else {
+            Ok(())
+        };
         frames.give(show.frame);
         if let Err(reason) = drawn {
             return (shows, fail(info.uri.clone(), reason));
@@ -100,9 +107,11 @@ pub(super) fn output_stage(
         recent.record(started, ms(show.glass_to_glass), ms(show.inference));
         recent.fill(&mut overlay);
         overlay.frame = show.sequence;
-        annotate(&mut canvas, &show.prediction, &overlay);
-        shows.annotate.record(ms(started.elapsed()));
-        let encoded = if outputs.sinks.iter().any(|s| s.wants_jpeg()) {
+        if wants >= Wants::Picture {
+            annotate(&mut canvas, &show.prediction, &overlay);
+            shows.annotate.record(ms(started.elapsed()));
+        }
+        let encoded = if wants == Wants::Jpeg {
             let started = Instant::now();
             if let Err(reason) = encode::jpeg(&canvas, outputs.quality, &mut jpeg) {
                 return (shows, fail(info.uri.clone(), reason));
@@ -114,7 +123,7 @@ pub(super) fn output_stage(
         };
         let shown = Shown {
             sequence: show.sequence,
-            canvas: &canvas,
+            canvas: (wants >= Wants::Picture).then_some(&canvas),
             jpeg: encoded,
             overlay: &overlay,
             dropped: drops.total(),

@@ -161,8 +161,8 @@ impl crate::output::Sink for SlowSink {
         "slow".into()
     }
 
-    fn wants_jpeg(&self) -> bool {
-        true
+    fn wants(&self) -> crate::output::Wants {
+        crate::output::Wants::Jpeg
     }
 
     fn write(&mut self, frame: &crate::output::Shown) -> std::result::Result<(), String> {
@@ -214,6 +214,43 @@ fn a_slow_output_drops_pictures_not_inferences_with_latest_and_slows_nothing_it_
         }
         assert!(output.annotate.as_ref().unwrap().count > 0 && output.encode.as_ref().unwrap().count > 0);
     }
+}
+
+/// An output that takes only the figures (as a preview nobody watches), and counts its frames.
+struct FiguresOnly(std::sync::Arc<std::sync::Mutex<u64>>);
+
+impl crate::output::Sink for FiguresOnly {
+    fn name(&self) -> String {
+        "figures".into()
+    }
+
+    fn wants(&self) -> crate::output::Wants {
+        crate::output::Wants::Figures
+    }
+
+    fn write(&mut self, frame: &crate::output::Shown) -> std::result::Result<(), String> {
+        assert!(frame.canvas.is_none() && frame.jpeg.is_none(), "a picture nobody asked for");
+        assert_eq!(frame.overlay.frame, frame.sequence);
+        *self.0.lock().unwrap() += 1;
+        Ok(())
+    }
+}
+
+#[test]
+fn nothing_is_drawn_or_encoded_for_outputs_that_take_only_the_figures() {
+    let mut pipeline = pipeline(1);
+    let mut source = Synthetic::new("synthetic:64x48,yuyv", PixelFormat::Yuyv, 64, 48, None).unwrap();
+    let written = std::sync::Arc::default();
+    let sink = FiguresOnly(std::sync::Arc::clone(&written));
+    let mut outputs = Outputs { sinks: vec![Box::new(sink)], ..Outputs::none() };
+    let stop = AtomicBool::new(false);
+    let run =
+        run(&mut pipeline, &mut source, &config(DropPolicy::None, 20), &stop, &mut |_| Ok(()), &mut outputs)
+            .unwrap();
+    let output = run.stats.output.as_ref().unwrap();
+    assert_eq!(output.frames_shown, 20);
+    assert_eq!(*written.lock().unwrap(), 20);
+    assert!(output.annotate.is_none() && output.encode.is_none(), "{output:?}");
 }
 
 #[test]

@@ -63,25 +63,33 @@ impl Hub {
             || lock(&self.snapshot_at).is_some_and(|at| at.elapsed() < SNAPSHOT_INTEREST)
     }
 
+    /// The frame's figures, and its picture where it has one: browsers are woken for pictures.
     pub fn publish(&self, frame: &Shown) {
         let mut latest = lock(&self.latest);
-        latest.generation += 1;
+        let picture = frame.jpeg.is_some();
         match frame.jpeg {
             // The previous frame's buffer is reused where no browser still holds it.
-            Some(jpeg) => match latest.jpeg.as_mut().and_then(Arc::get_mut) {
-                Some(buffer) => {
-                    buffer.clear();
-                    buffer.extend_from_slice(jpeg);
+            Some(jpeg) => {
+                latest.generation += 1;
+                match latest.jpeg.as_mut().and_then(Arc::get_mut) {
+                    Some(buffer) => {
+                        buffer.clear();
+                        buffer.extend_from_slice(jpeg);
+                    }
+                    None => latest.jpeg = Some(Arc::new(jpeg.to_vec())),
                 }
-                None => latest.jpeg = Some(Arc::new(jpeg.to_vec())),
-            },
-            // Not encoded (nobody was watching): no stale picture is shown as this one.
-            None => latest.jpeg = None,
+            }
+            // Not encoded because nobody watches: the next viewer gets no stale picture first.
+            None if !self.watched() => latest.jpeg = None,
+            // Between two pictures of a paced preview the last one stays.
+            None => {}
         }
         latest.figures.overlay = frame.overlay.clone();
         latest.figures.dropped = frame.dropped;
         drop(latest);
-        self.fresh.notify_all();
+        if picture {
+            self.fresh.notify_all();
+        }
     }
 
     /// The figures now, with the board's temperature read for them.

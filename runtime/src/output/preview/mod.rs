@@ -5,19 +5,27 @@
 //! one gets fewer frames, and never holds up the pipeline, which only swaps the latest frame in.
 
 mod hub;
+mod pace;
 mod server;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use hub::Hub;
+use pace::Pace;
 
-use super::{Shown, Sink};
+use super::{Shown, Sink, Wants};
 use crate::Error;
 
 /// Browsers served at once; more are told to come back later.
 pub const MAX_CLIENTS: usize = 8;
+
+/// Pictures go to the browsers at most 30 times a second: a screen shows no more, and each one
+/// costs the board a drawing and a JPEG on cores inference may need. Faster pipelines send
+/// their figures with every frame and a picture when one is due.
+const PICTURE_EVERY: Duration = Duration::from_nanos(1_000_000_000 / 30);
 
 pub struct Preview {
     hub: Arc<Hub>,
@@ -25,6 +33,7 @@ pub struct Preview {
     /// Where it listens, and the page's address with the token.
     pub address: SocketAddr,
     pub url: String,
+    pace: Pace,
 }
 
 impl Preview {
@@ -37,7 +46,7 @@ impl Preview {
         let hub = Arc::new(Hub::new(token, sysfs));
         let server = server::spawn(http, hub.clone());
         let url = format!("http://{bound}/?token={}", hub.token);
-        Ok(Preview { hub, server: Some(server), address: bound, url })
+        Ok(Preview { hub, server: Some(server), address: bound, url, pace: Pace::every(PICTURE_EVERY) })
     }
 }
 
@@ -46,11 +55,18 @@ impl Sink for Preview {
         format!("preview:http://{}/", self.address)
     }
 
-    fn wants_jpeg(&self) -> bool {
-        self.hub.watched()
+    fn wants(&self) -> Wants {
+        if self.hub.watched() && self.pace.due(Instant::now()) {
+            Wants::Jpeg
+        } else {
+            Wants::Figures
+        }
     }
 
     fn write(&mut self, frame: &Shown) -> Result<(), String> {
+        if frame.jpeg.is_some() {
+            self.pace.sent(Instant::now());
+        }
         self.hub.publish(frame);
         Ok(())
     }
@@ -68,3 +84,6 @@ impl Drop for Preview {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
