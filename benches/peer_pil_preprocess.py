@@ -12,7 +12,7 @@ PHOTO` (p50 over its iterations: decoded image to input tensor, allocation inclu
 The agreement set is the shipped photos and their mirror images, each as it is and rescaled (PIL,
 Lanczos) so that the short side shrinks 1.0x to 4.0x in steps of 0.1 to reach 256 (448 photos),
 written to a temporary folder; the first, smaller set (42: unmirrored, as they are and at shrinks
-1.2, 1.8, 2.5, 3.2 and 4) is reported beside it.
+1.2, 1.8, 2.5, 3.2 and 4) is reported beside it, and the shipped photos as they are (7).
 
     cargo build --release
     python3 -m venv /tmp/peer && /tmp/peer/bin/pip install onnxruntime numpy pillow opencv-python-headless
@@ -99,9 +99,9 @@ FIRST_SET_SHRINKS = (1.2, 1.8, 2.5, 3.2, 4.0)
 
 def agreement_set(folder):
     """The shipped photos and their mirror images, each as it is and rescaled (PIL, Lanczos) so
-    that the short side shrinks 1.0x to 4.0x in steps of 0.1 to reach 256, all in `folder`; and
-    which of them make the first, smaller set."""
-    photos, first = [], []
+    that the short side shrinks 1.0x to 4.0x in steps of 0.1 to reach 256, all in `folder`; which
+    of them make the first, smaller set; and which are the shipped photos as they are."""
+    photos, first, shipped = [], [], []
     for path in sorted(glob.glob(os.path.join(ROOT, "models/images/*"))):
         image = Image.open(path).convert("RGB")
         name = os.path.splitext(os.path.basename(path))[0]
@@ -114,6 +114,7 @@ def agreement_set(folder):
                 flipped.save(as_is)
             photos.append(as_is)
             first.append(not mirrored)
+            shipped.append(not mirrored)
             for tenths in range(10, 41):
                 shrink = tenths / 10
                 s = shrink * 256 / min(image.size)
@@ -121,7 +122,8 @@ def agreement_set(folder):
                 flipped.resize(size, Image.LANCZOS).save(f"{stem}_x{shrink:.1f}.png")
                 photos.append(f"{stem}_x{shrink:.1f}.png")
                 first.append(not mirrored and shrink in FIRST_SET_SHRINKS)
-    return photos, first
+                shipped.append(False)
+    return photos, first, shipped
 
 
 def main():
@@ -157,15 +159,16 @@ def main():
 
         agree = os.path.join(folder, "agreement")
         os.mkdir(agree)
-        photos, first = agreement_set(agree)
-        print(f"\ntop-1 agreement with onnxruntime fed by PIL: all {len(photos)} photos "
-              f"(the first set's {sum(first)} in brackets)")
+        photos, first, shipped = agreement_set(agree)
+        print(f"\ntop-1 agreement with onnxruntime fed by PIL: all {len(photos)} photos, "
+              f"the first set's {sum(first)}, the {sum(shipped)} shipped as they are")
         print("\n| model | " + " | ".join(binaries) + " | OpenCV's preprocessing |")
         print("|---|" + "---|" * (len(binaries) + 1))
 
         def agreement(got, want):
             same = [a == b for a, b in zip(got, want)]
-            return f"{sum(same)} / {len(same)} ({sum(s for s, f in zip(same, first) if f)} / {sum(first)})"
+            return ", ".join(f"{sum(s for s, i in zip(same, subset) if i)} / {sum(subset)}"
+                             for subset in ([True] * len(same), first, shipped))
 
         for model in MODELS:
             session = onnxruntime.InferenceSession(os.path.join(ROOT, f"models/{model}.onnx"),
