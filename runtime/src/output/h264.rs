@@ -38,7 +38,11 @@ pub struct Encoder {
 
 pub fn encoder() -> Result<Encoder, String> {
     gst::init().map_err(|e| format!("GStreamer does not initialise: {e}"))?;
-    let has = |name| gst::ElementFactory::find(name).is_some();
+    choose(|name| gst::ElementFactory::find(name).is_some())
+}
+
+/// The encoder for the elements `has` says are installed: NVENC first.
+fn choose(has: impl Fn(&str) -> bool) -> Result<Encoder, String> {
     if has("nvv4l2h264enc") && has("nvvidconv") {
         Ok(Encoder {
             element: "nvv4l2h264enc",
@@ -201,5 +205,23 @@ impl Drop for H264 {
                 let _ = std::fs::remove_file(partial(path));
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::choose;
+
+    #[test]
+    fn nvenc_is_chosen_where_jetpack_installed_it_else_x264_else_an_error() {
+        let with = |installed: &'static [&'static str]| choose(move |name| installed.contains(&name));
+        let jetson = with(&["nvv4l2h264enc", "nvvidconv", "x264enc"]).unwrap();
+        assert_eq!(jetson.element, "nvv4l2h264enc");
+        assert!(jetson.pipeline.contains("nvvidconv ! video/x-raw(memory:NVMM)"), "{}", jetson.pipeline);
+        // The encoder without the converter that feeds it NVMM buffers is of no use.
+        assert_eq!(with(&["nvv4l2h264enc", "x264enc"]).unwrap().element, "x264enc");
+        assert_eq!(with(&["x264enc"]).unwrap().element, "x264enc");
+        let none = with(&["nvv4l2h264enc"]).unwrap_err();
+        assert!(none.contains("no H.264 encoder") && none.contains("gstreamer1.0-plugins-ugly"), "{none}");
     }
 }
