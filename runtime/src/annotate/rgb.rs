@@ -10,11 +10,12 @@ use yuvutils_rs::{
 
 use super::canvas::Canvas;
 use crate::frame::{Frame, PixelFormat};
+use crate::output::OutputError;
 
 /// Fills `canvas` (resized to the frame) with `frame`'s pixels. `scratch` holds a YUV frame
 /// whose rows are padded, repacked: yuvutils-rs 0.8 converts padded NV12 and YUYV wrongly or
 /// refuses them.
-pub fn frame_into(canvas: &mut Canvas, frame: &Frame, scratch: &mut Vec<u8>) -> Result<(), String> {
+pub fn frame_into(canvas: &mut Canvas, frame: &Frame, scratch: &mut Vec<u8>) -> Result<(), OutputError> {
     let (w, h, s, d) = (frame.width, frame.height, frame.stride, frame.data);
     canvas.width = w;
     canvas.height = h;
@@ -71,7 +72,7 @@ pub fn frame_into(canvas: &mut Canvas, frame: &Frame, scratch: &mut Vec<u8>) -> 
             Ok(())
         }
     };
-    converted.map_err(|e| format!("the frame does not convert to RGB: {e}"))
+    converted.map_err(|e| OutputError::Convert(e.to_string()))
 }
 
 /// `rows` rows of `row` bytes, `stride` apart in `data`: `data` itself where nothing pads them,

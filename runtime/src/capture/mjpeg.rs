@@ -51,11 +51,19 @@ pub struct MjpegDecoder {
 /// read forever, deaf to time limits and signals.
 pub const SKIP_BUDGET: u64 = 30;
 
+/// `SKIP_BUDGET` frames in a row of a stream did not decode: the stream is not MJPEG of its size.
+#[derive(Debug, thiserror::Error)]
+#[error("{SKIP_BUDGET} MJPEG frames in a row did not decode (the last: {last})")]
+pub struct Undecodable {
+    /// Why the last one did not: truncated, the decoder's message, or its size.
+    pub last: String,
+}
+
 impl MjpegDecoder {
     /// Decodes a frame of a stream of `size` frames (a camera's, a recording's); false when it is
     /// skipped: truncated, corrupt, or of another size. An error once `SKIP_BUDGET` frames in a
     /// row were skipped.
-    pub fn decode_sized(&mut self, jpeg: &[u8], size: (usize, usize)) -> Result<bool, String> {
+    pub fn decode_sized(&mut self, jpeg: &[u8], size: (usize, usize)) -> Result<bool, Undecodable> {
         let why = match self.decode(jpeg).map(|f| (f.width, f.height)) {
             Ok(decoded) if decoded == size => {
                 self.in_a_row = 0;
@@ -70,7 +78,7 @@ impl MjpegDecoder {
         };
         self.in_a_row += 1;
         if self.in_a_row >= SKIP_BUDGET {
-            return Err(format!("{SKIP_BUDGET} MJPEG frames in a row did not decode (the last: {why})"));
+            return Err(Undecodable { last: why });
         }
         Ok(false)
     }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::encode;
 use super::uri::ImageFormat;
-use super::{Shown, Sink, Wants};
+use super::{OutputError, Shown, Sink, Wants};
 use crate::outfile;
 use crate::Error;
 
@@ -45,9 +45,9 @@ impl Sink for Dir {
         }
     }
 
-    fn write(&mut self, frame: &Shown) -> Result<(), String> {
+    fn write(&mut self, frame: &Shown) -> Result<(), OutputError> {
         let bytes = match self.format {
-            ImageFormat::Jpeg => frame.jpeg.ok_or("no JPEG was encoded")?,
+            ImageFormat::Jpeg => frame.jpeg.ok_or(OutputError::Missing("JPEG"))?,
             ImageFormat::Png => {
                 encode::png(frame.picture()?, &mut self.png)?;
                 &self.png
@@ -55,6 +55,6 @@ impl Sink for Dir {
         };
         let path = self.file(frame.sequence);
         outfile::write_atomically(&path, |w| w.write_all(bytes))
-            .map_err(|e| format!("{}: {e}", path.display()))
+            .map_err(|source| OutputError::Io { path, source })
     }
 }

@@ -2,10 +2,11 @@
 
 use libjpeg_turbo_rs::{compress, PixelFormat, Subsampling};
 
+use super::OutputError;
 use crate::annotate::canvas::Canvas;
 
 /// Encodes `canvas` into `out`: 4:2:0, what browsers and players expect.
-pub fn jpeg(canvas: &Canvas, quality: u8, out: &mut Vec<u8>) -> Result<(), String> {
+pub fn jpeg(canvas: &Canvas, quality: u8, out: &mut Vec<u8>) -> Result<(), OutputError> {
     side(canvas.width)?;
     side(canvas.height)?;
     *out = compress(
@@ -16,11 +17,11 @@ pub fn jpeg(canvas: &Canvas, quality: u8, out: &mut Vec<u8>) -> Result<(), Strin
         quality.clamp(1, 100),
         Subsampling::S420,
     )
-    .map_err(|e| format!("JPEG encoding failed: {e}"))?;
+    .map_err(|e| OutputError::Encode { format: "JPEG", message: e.to_string() })?;
     Ok(())
 }
 
-pub fn png(canvas: &Canvas, out: &mut Vec<u8>) -> Result<(), String> {
+pub fn png(canvas: &Canvas, out: &mut Vec<u8>) -> Result<(), OutputError> {
     use image::ImageEncoder;
     out.clear();
     let encoder = image::codecs::png::PngEncoder::new_with_quality(
@@ -35,12 +36,12 @@ pub fn png(canvas: &Canvas, out: &mut Vec<u8>) -> Result<(), String> {
             canvas.height as u32,
             image::ExtendedColorType::Rgb8,
         )
-        .map_err(|e| format!("PNG encoding failed: {e}"))
+        .map_err(|e| OutputError::Encode { format: "PNG", message: e.to_string() })
 }
 
 /// JPEG sides are 16-bit.
-fn side(n: usize) -> Result<u16, String> {
-    u16::try_from(n).map_err(|_| format!("a {n}-pixel side is more than JPEG holds"))
+fn side(n: usize) -> Result<u16, OutputError> {
+    u16::try_from(n).map_err(|_| OutputError::TooLarge(n))
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use gstreamer as gst;
 use gstreamer::prelude::*;
 use gstreamer_app::AppSrc;
 
-use super::{Shown, Sink};
+use super::{OutputError, Shown, Sink};
 use crate::capture::source::gst::bus_error;
 use crate::capture::source::launch::{fraction, quote};
 use crate::Error;
@@ -36,13 +36,13 @@ pub struct Encoder {
     pub pipeline: &'static str,
 }
 
-pub fn encoder() -> Result<Encoder, String> {
-    gst::init().map_err(|e| format!("GStreamer does not initialise: {e}"))?;
+pub fn encoder() -> Result<Encoder, OutputError> {
+    gst::init().map_err(|e| OutputError::Gstreamer(format!("GStreamer does not initialise: {e}")))?;
     choose(|name| gst::ElementFactory::find(name).is_some())
 }
 
 /// The encoder for the elements `has` says are installed: NVENC first.
-fn choose(has: impl Fn(&str) -> bool) -> Result<Encoder, String> {
+fn choose(has: impl Fn(&str) -> bool) -> Result<Encoder, OutputError> {
     if has("nvv4l2h264enc") && has("nvvidconv") {
         Ok(Encoder {
             element: "nvv4l2h264enc",
@@ -56,7 +56,10 @@ fn choose(has: impl Fn(&str) -> bool) -> Result<Encoder, String> {
             pipeline: "videoconvert ! video/x-raw,format=I420 ! x264enc tune=zerolatency speed-preset=ultrafast key-int-max=30",
         })
     } else {
-        Err("no H.264 encoder: neither nvv4l2h264enc (JetPack) nor x264enc (gstreamer1.0-plugins-ugly) is installed".into())
+        Err(OutputError::Gstreamer(
+            "no H.264 encoder: neither nvv4l2h264enc (JetPack) nor x264enc (gstreamer1.0-plugins-ugly) is installed"
+                .into(),
+        ))
     }
 }
 
@@ -79,7 +82,7 @@ impl H264 {
     /// size is known.
     pub fn open(name: &str, target: Target) -> Result<H264, Error> {
         let fail = |reason: String| Error::Usage(format!("--output {name}: {reason}"));
-        let encoder = encoder().map_err(fail)?;
+        let encoder = encoder().map_err(|e| fail(e.to_string()))?;
         if let Target::File(path) = &target {
             let muxer = muxer(path);
             if gst::ElementFactory::find(muxer).is_none() {
@@ -113,19 +116,20 @@ impl H264 {
         format!("{head} ! {} ! {tail}", self.encoder.pipeline)
     }
 
-    fn start(&mut self, width: usize, height: usize, fps: Option<f64>) -> Result<&mut Running, String> {
+    fn start(&mut self, width: usize, height: usize, fps: Option<f64>) -> Result<&mut Running, OutputError> {
+        let failed = |why: &str| OutputError::Gstreamer(why.into());
         let pipeline = gst::parse::launch(&self.launch(width, height, fps))
-            .map_err(|e| format!("the encoding pipeline does not build: {e}"))?
+            .map_err(|e| failed(&format!("the encoding pipeline does not build: {e}")))?
             .downcast::<gst::Bin>()
-            .map_err(|_| "the encoding pipeline is not a bin".to_string())?;
+            .map_err(|_| failed("the encoding pipeline is not a bin"))?;
         let source = pipeline
             .by_name("frames")
             .and_then(|e| e.downcast::<AppSrc>().ok())
-            .ok_or("the encoding pipeline has no appsrc")?;
+            .ok_or_else(|| failed("the encoding pipeline has no appsrc"))?;
         if pipeline.set_state(gst::State::Playing).is_err() {
             let why = bus_error(&pipeline).unwrap_or_else(|| "it does not start".into());
             let _ = pipeline.set_state(gst::State::Null);
-            return Err(why);
+            return Err(OutputError::Gstreamer(why));
         }
         Ok(self.running.insert(Running { pipeline, source, started: Instant::now(), size: (width, height) }))
     }
@@ -149,29 +153,26 @@ impl Sink for H264 {
         self.name.clone()
     }
 
-    fn write(&mut self, frame: &Shown) -> Result<(), String> {
+    fn write(&mut self, frame: &Shown) -> Result<(), OutputError> {
         let canvas = frame.picture()?;
         let (width, height) = (canvas.width, canvas.height);
         let running = match &mut self.running {
             Some(running) if running.size == (width, height) => running,
-            Some(running) => return Err(super::resized(running.size, (width, height))),
+            Some(running) => return Err(OutputError::Resized { was: running.size, now: (width, height) }),
             None => self.start(width, height, frame.source_fps)?,
         };
         let mut buffer = gst::Buffer::from_mut_slice(canvas.pixels.clone());
         let at = gst::ClockTime::from_nseconds(running.started.elapsed().as_nanos() as u64);
         buffer.get_mut().expect("a new buffer").set_pts(at);
         if running.source.push_buffer(buffer).is_err() {
-            return Err(
-                bus_error(&running.pipeline).unwrap_or_else(|| "the encoder stopped taking frames".into())
-            );
+            let why =
+                bus_error(&running.pipeline).unwrap_or_else(|| "the encoder stopped taking frames".into());
+            return Err(OutputError::Gstreamer(why));
         }
-        match bus_error(&running.pipeline) {
-            Some(why) => Err(why),
-            None => Ok(()),
-        }
+        bus_error(&running.pipeline).map_or(Ok(()), |why| Err(OutputError::Gstreamer(why)))
     }
 
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), OutputError> {
         let Some(running) = self.running.take() else { return Ok(()) };
         let _ = running.source.end_of_stream();
         let bus = running.pipeline.bus().expect("a pipeline has a bus");
@@ -181,14 +182,18 @@ impl Sink for H264 {
         );
         let result = match ended.as_ref().map(|m| m.view()) {
             Some(gst::MessageView::Eos(_)) => Ok(()),
-            Some(gst::MessageView::Error(e)) => Err(e.error().message().to_string()),
-            _ => Err(format!("the encoder did not finish within {} s", FINISH_TIMEOUT.as_secs())),
+            Some(gst::MessageView::Error(e)) => Err(OutputError::Gstreamer(e.error().message().to_string())),
+            _ => Err(OutputError::Gstreamer(format!(
+                "the encoder did not finish within {} s",
+                FINISH_TIMEOUT.as_secs()
+            ))),
         };
         let _ = running.pipeline.set_state(gst::State::Null);
         let Target::File(path) = &self.target else { return result };
         let partial = partial(path);
-        let placed = result
-            .and_then(|()| std::fs::rename(&partial, path).map_err(|e| format!("{}: {e}", path.display())));
+        let placed = result.and_then(|()| {
+            std::fs::rename(&partial, path).map_err(|source| OutputError::Io { path: path.clone(), source })
+        });
         if placed.is_err() {
             let _ = std::fs::remove_file(&partial);
         }
@@ -221,7 +226,7 @@ mod tests {
         // The encoder without the converter that feeds it NVMM buffers is of no use.
         assert_eq!(with(&["nvv4l2h264enc", "x264enc"]).unwrap().element, "x264enc");
         assert_eq!(with(&["x264enc"]).unwrap().element, "x264enc");
-        let none = with(&["nvv4l2h264enc"]).unwrap_err();
+        let none = with(&["nvv4l2h264enc"]).unwrap_err().to_string();
         assert!(none.contains("no H.264 encoder") && none.contains("gstreamer1.0-plugins-ugly"), "{none}");
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod dir;
 pub mod encode;
+mod error;
 #[cfg(feature = "gstreamer")]
 pub mod h264;
 pub mod preview;
@@ -21,6 +22,7 @@ use crate::annotate::Overlay;
 use crate::metrics::power::OpenSensors;
 use crate::metrics::stats::LatencyStats;
 use crate::Error;
+pub use error::OutputError;
 pub use uri::OutputUri;
 
 /// One annotated frame, as the sinks see it.
@@ -39,8 +41,8 @@ pub struct Shown<'a> {
 
 impl Shown<'_> {
     /// The annotated frame, for a sink that wanted a picture.
-    pub fn picture(&self) -> Result<&Canvas, String> {
-        self.canvas.ok_or_else(|| "no picture was drawn for this frame".into())
+    pub fn picture(&self) -> Result<&Canvas, OutputError> {
+        self.canvas.ok_or(OutputError::Missing("picture"))
     }
 }
 
@@ -63,13 +65,13 @@ pub trait Sink: Send {
         Wants::Picture
     }
     /// An error ends the run (a full disk); a client going away is not one.
-    fn write(&mut self, frame: &Shown) -> Result<(), String>;
+    fn write(&mut self, frame: &Shown) -> Result<(), OutputError>;
     /// The most viewers at once, for sinks that serve them.
     fn most_clients(&self) -> Option<u64> {
         None
     }
     /// After the last frame: a video file's end written.
-    fn finish(&mut self) -> Result<(), String> {
+    fn finish(&mut self) -> Result<(), OutputError> {
         Ok(())
     }
 }
@@ -119,7 +121,7 @@ impl Outputs {
         let mut failed = None;
         for sink in &mut self.sinks {
             if let Err(reason) = sink.finish() {
-                failed.get_or_insert(Error::Write { path: sink.name().into(), reason });
+                failed.get_or_insert(Error::Write { path: sink.name().into(), reason: reason.to_string() });
             }
         }
         failed.map_or(Ok(()), Err)
@@ -190,13 +192,6 @@ impl std::fmt::Debug for SharedOutputs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_list().entries(self.lock().sinks.iter().map(|s| s.name())).finish()
     }
-}
-
-/// Why an encoded stream cannot take a frame: its size is fixed when it starts (a source
-/// reconnected to a stream of another size).
-#[cfg(feature = "gstreamer")]
-fn resized(was: (usize, usize), now: (usize, usize)) -> String {
-    format!("the frames changed size from {}x{} to {}x{} mid-run", was.0, was.1, now.0, now.1)
 }
 
 /// What the output stage did: `runs[].stream.output` in the bench report.

@@ -13,7 +13,7 @@ use gstreamer_app::AppSrc;
 use gstreamer_rtsp_server::prelude::*;
 use gstreamer_rtsp_server::{RTSPMediaFactory, RTSPServer};
 
-use super::{Shown, Sink};
+use super::{OutputError, Shown, Sink};
 use crate::Error;
 
 /// RTSP's registered port, where the URI names none.
@@ -55,7 +55,7 @@ impl RtspOut {
     pub fn open(uri: &str) -> Result<RtspOut, Error> {
         let usage = |reason: String| Error::Usage(format!("--output {uri}: {reason}"));
         let (host, port, mount) = parse(uri).map_err(usage)?;
-        let encoder = super::h264::encoder().map_err(usage)?;
+        let encoder = super::h264::encoder().map_err(|e| usage(e.to_string()))?;
         let server = RTSPServer::new();
         server.set_address(&host);
         server.set_service(&port.to_string());
@@ -108,12 +108,14 @@ impl Sink for RtspOut {
         self.name.clone()
     }
 
-    fn write(&mut self, frame: &Shown) -> Result<(), String> {
+    fn write(&mut self, frame: &Shown) -> Result<(), OutputError> {
         let canvas = frame.picture()?;
         let (width, height) = (canvas.width, canvas.height);
         let mut viewers = self.viewers.lock().unwrap_or_else(|p| p.into_inner());
         match viewers.size {
-            Some(size) if size != (width, height) => return Err(super::resized(size, (width, height))),
+            Some(size) if size != (width, height) => {
+                return Err(OutputError::Resized { was: size, now: (width, height) })
+            }
             Some(_) => {}
             None => viewers.size = Some((width, height)),
         }

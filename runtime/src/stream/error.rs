@@ -13,9 +13,9 @@ pub enum StageError {
     /// The caller's handler of each prediction failed (printing it, say).
     #[error("{0}")]
     Output(crate::Error),
-    /// An `--output` could not take a frame (a full disk).
-    #[error("{sink}: {reason}")]
-    Show { sink: String, reason: String },
+    /// An `--output` could not take a frame (a full disk), or the frame could not be drawn.
+    #[error("{sink}: {error}")]
+    Show { sink: String, error: crate::output::OutputError },
 }
 
 /// Why one frame's preprocessing pass failed.

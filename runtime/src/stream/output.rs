@@ -17,7 +17,7 @@ use crate::capture::source::SourceInfo;
 use crate::frame::Frame;
 use crate::metrics::stats::{ms, Latencies};
 use crate::output::recent::Recent;
-use crate::output::{encode, OutputStats, Outputs, Shown, SinkStats, Wants};
+use crate::output::{encode, OutputError, OutputStats, Outputs, Shown, SinkStats, Wants};
 use crate::postprocess::Prediction;
 
 /// The overlay's power figure is read this often: a sensor read per frame would cost more than
@@ -77,9 +77,9 @@ pub(super) fn output_stage(
     let (mut canvas, mut jpeg, mut scratch) = (Canvas::default(), Vec::new(), Vec::new());
     let (mut recent, mut overlay) = (Recent::default(), Overlay::default());
     let mut power_read: Option<Instant> = None;
-    let fail = |sink: String, reason: String| {
+    let fail = |sink: String, error: OutputError| {
         abort.store(true, Ordering::Relaxed);
-        Err(StageError::Show { sink, reason })
+        Err(StageError::Show { sink, error })
     };
     while let Some(show) = pop(&input, abort) {
         // Outside the annotation's time: a sensor read is the board's, not the drawing's.
@@ -95,7 +95,7 @@ pub(super) fn output_stage(
         let wants = outputs.sinks.iter().map(|s| s.wants()).max().unwrap_or(Wants::Figures);
         let drawn = if wants >= Wants::Picture {
             Frame::new(info.format, info.width, info.height, show.frame.stride, &show.frame.data)
-                .map_err(|e| e.to_string())
+                .map_err(OutputError::from)
                 .and_then(|frame| rgb::frame_into(&mut canvas, &frame, &mut scratch))
         } else {
             Ok(())

@@ -165,7 +165,7 @@ impl crate::output::Sink for SlowSink {
         crate::output::Wants::Jpeg
     }
 
-    fn write(&mut self, frame: &crate::output::Shown) -> std::result::Result<(), String> {
+    fn write(&mut self, frame: &crate::output::Shown) -> std::result::Result<(), crate::output::OutputError> {
         assert!(frame.jpeg.is_some_and(|j| j.starts_with(&[0xff, 0xd8])));
         std::thread::sleep(self.delay);
         self.shown.lock().unwrap().push(frame.sequence);
@@ -228,7 +228,7 @@ impl crate::output::Sink for FiguresOnly {
         crate::output::Wants::Figures
     }
 
-    fn write(&mut self, frame: &crate::output::Shown) -> std::result::Result<(), String> {
+    fn write(&mut self, frame: &crate::output::Shown) -> std::result::Result<(), crate::output::OutputError> {
         assert!(frame.canvas.is_none() && frame.jpeg.is_none(), "a picture nobody asked for");
         assert_eq!(frame.overlay.frame, frame.sequence);
         *self.0.lock().unwrap() += 1;

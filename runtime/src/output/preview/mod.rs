@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use hub::Hub;
 use pace::Pace;
 
-use super::{Shown, Sink, Wants};
+use super::{OutputError, Shown, Sink, Wants};
 use crate::Error;
 
 /// Browsers served at once; more are told to come back later.
@@ -63,7 +63,7 @@ impl Sink for Preview {
         }
     }
 
-    fn write(&mut self, frame: &Shown) -> Result<(), String> {
+    fn write(&mut self, frame: &Shown) -> Result<(), OutputError> {
         if frame.jpeg.is_some() {
             self.pace.sent(Instant::now());
         }
