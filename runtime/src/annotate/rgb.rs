@@ -10,12 +10,16 @@ use yuvutils_rs::{
 
 use super::canvas::Canvas;
 use crate::frame::{Frame, PixelFormat};
-use crate::output::OutputError;
+
+/// A frame the colour converter refused, with its message.
+#[derive(Debug, thiserror::Error)]
+#[error("the frame does not convert to RGB: {0}")]
+pub struct ConvertError(String);
 
 /// Fills `canvas` (resized to the frame) with `frame`'s pixels. `scratch` holds a YUV frame
 /// whose rows are padded, repacked: yuvutils-rs 0.8 converts padded NV12 and YUYV wrongly or
 /// refuses them.
-pub fn frame_into(canvas: &mut Canvas, frame: &Frame, scratch: &mut Vec<u8>) -> Result<(), OutputError> {
+pub fn frame_into(canvas: &mut Canvas, frame: &Frame, scratch: &mut Vec<u8>) -> Result<(), ConvertError> {
     let (w, h, s, d) = (frame.width, frame.height, frame.stride, frame.data);
     canvas.width = w;
     canvas.height = h;
@@ -72,7 +76,7 @@ pub fn frame_into(canvas: &mut Canvas, frame: &Frame, scratch: &mut Vec<u8>) -> 
             Ok(())
         }
     };
-    converted.map_err(|e| OutputError::Convert(e.to_string()))
+    converted.map_err(|e| ConvertError(e.to_string()))
 }
 
 /// `rows` rows of `row` bytes, `stride` apart in `data`: `data` itself where nothing pads them,

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use crate::annotate::rgb::ConvertError;
 use crate::frame::FrameError;
 
 #[derive(Debug, thiserror::Error)]
@@ -10,9 +11,8 @@ pub enum OutputError {
     /// A frame whose bytes do not fit its format, size and stride.
     #[error(transparent)]
     Frame(#[from] FrameError),
-    /// The colour converter's own message.
-    #[error("the frame does not convert to RGB: {0}")]
-    Convert(String),
+    #[error(transparent)]
+    Convert(#[from] ConvertError),
     /// An output that takes pixels or JPEG was handed a frame without them (its `wants` said
     /// it did not need them).
     #[error("no {0} was made for this frame")]

@@ -96,7 +96,9 @@ pub(super) fn output_stage(
         let drawn = if wants >= Wants::Picture {
             Frame::new(info.format, info.width, info.height, show.frame.stride, &show.frame.data)
                 .map_err(OutputError::from)
-                .and_then(|frame| rgb::frame_into(&mut canvas, &frame, &mut scratch))
+                .and_then(|frame| {
+                    rgb::frame_into(&mut canvas, &frame, &mut scratch).map_err(OutputError::from)
+                })
         } else {
             Ok(())
         };
