@@ -120,8 +120,8 @@ impl Outputs {
     pub fn finish(&mut self) -> Result<(), Error> {
         let mut failed = None;
         for sink in &mut self.sinks {
-            if let Err(reason) = sink.finish() {
-                failed.get_or_insert(Error::Write { path: sink.name().into(), reason: reason.to_string() });
+            if let Err(error) = sink.finish() {
+                failed.get_or_insert(Error::Write { path: sink.name().into(), reason: error.to_string() });
             }
         }
         failed.map_or(Ok(()), Err)

@@ -93,7 +93,8 @@ pub(super) fn output_stage(
         let started = Instant::now();
         // Nothing is drawn for sinks that take only the figures (a preview nobody watches).
         let wants = outputs.sinks.iter().map(|s| s.wants()).max().unwrap_or(Wants::Figures);
-        let drawn = if wants >= Wants::Picture {
+        let draws = wants >= Wants::Picture;
+        let drawn = if draws {
             Frame::new(info.format, info.width, info.height, show.frame.stride, &show.frame.data)
                 .map_err(OutputError::from)
                 .and_then(|frame| {
@@ -109,7 +110,7 @@ pub(super) fn output_stage(
         recent.record(started, ms(show.glass_to_glass), ms(show.inference));
         recent.fill(&mut overlay);
         overlay.frame = show.sequence;
-        if wants >= Wants::Picture {
+        if draws {
             annotate(&mut canvas, &show.prediction, &overlay);
             shows.annotate.record(ms(started.elapsed()));
         }
@@ -125,7 +126,7 @@ pub(super) fn output_stage(
         };
         let shown = Shown {
             sequence: show.sequence,
-            canvas: (wants >= Wants::Picture).then_some(&canvas),
+            canvas: draws.then_some(&canvas),
             jpeg: encoded,
             overlay: &overlay,
             dropped: drops.total(),
