@@ -23,6 +23,7 @@ pub fn rule(
     conv: &Conv,
 ) -> TractResult<Option<TypedModelPatch>> {
     rule_if!(conv.group == 1 && conv.kernel_fmt == KernelFormat::OIHW);
+    rule_if!(!conv.pool_spec.data_format.c_is_last());
     rule_if_some!(ConvParts { geometry, batch, output_shape, kernel, bias } = conv_parts(model, node, conv)?);
     let (cin, cout) = (conv.input_channels(), conv.output_channels());
     let [kh, kw] = geometry.kernel;

@@ -1,6 +1,10 @@
-//! `DepthwiseConv`: tract's depthwise f32 convolutions over channel-first planes (NCHW or CHW,
-//! one filter per channel), run by edgert's kernel (`depthwise_kernel`), with a ReLU or ReLU6
-//! that follows folded in.
+//! `DepthwiseConv`: tract's depthwise f32 convolutions (one filter per channel), channel-first
+//! (NCHW, CHW: edgert's plane kernel, `depthwise_kernel`) or channel-last (NHWC, HWC:
+//! `depthwise_channel_last`), with a ReLU or ReLU6 on either side folded in. A channel-first one
+//! of 16 channels or more asks tract to move its channels last (`suggested_axis_changes`), as
+//! tract's own depthwise convolution does where it has a channel-inner kernel: the 1×1
+//! convolutions around it take the new layout at no cost, and the channel-last kernel is the
+//! faster one from 16 channels (benches/RESULTS.md, threads).
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
@@ -8,26 +12,39 @@ use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat};
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
+use super::depthwise_channel_last::ChannelLast;
 use super::depthwise_kernel::Filter;
 use super::fake_quantize::FakeQuantize;
 use super::planes::{bias_per_channel, conv_parts, new_planes, ConvParts, PlaneGeometry};
 use super::threads;
 
+/// Channels from which a channel-first convolution asks to be channel-last: below, a pixel's
+/// channels fill less than one AVX-512 vector.
+const CHANNEL_LAST_FROM: usize = 16;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct DepthwiseConv {
     geometry: PlaneGeometry,
     output_shape: TVec<usize>,
-    /// Taps of each channel, row-major: channels × kernel height × kernel width.
-    kernel: Vec<f32>,
+    layout: Layout,
     bias: Vec<f32>,
-    /// Bounds of a folded ReLU or ReLU6 before it (applied as each plane is read) and after it;
+    /// Bounds of a folded ReLU or ReLU6 before it (applied as each value is read) and after it;
     /// infinite without one.
     input_clip: (f32, f32),
     clip: (f32, f32),
     /// QuantizeLinear → DequantizeLinear pairs after it (with the clips between), folded in:
-    /// applied to each plane last, in order.
+    /// applied to each plane or row last, in order.
     quantize: Vec<FakeQuantize>,
-    tap_offsets: Vec<usize>,
+}
+
+/// Where the channels are, and the weights laid out for that layout's kernel.
+#[derive(Debug, Clone, PartialEq)]
+enum Layout {
+    /// Each channel a plane: taps channel-major (channels × kernel height × kernel width), and
+    /// their offsets in a plane's scratch.
+    ChannelFirst { kernel: Vec<f32>, tap_offsets: Vec<usize> },
+    /// Each pixel its channels: taps tap-major (kernel height × kernel width × channels).
+    ChannelLast { kernel: Vec<f32> },
 }
 
 // Weights are compared bit for bit; a NaN weight makes two ops unequal, which only costs tract a
@@ -40,8 +57,9 @@ impl Op for DepthwiseConv {
     }
 
     fn info(&self) -> TractResult<Vec<String>> {
+        let layout = if self.channel_last() { "channel-last" } else { "channel-first" };
         let clips = format!("clips {:?} before, {:?} after", self.input_clip, self.clip);
-        Ok(vec![format!("{:?}, {clips}, {:?}", self.geometry, self.quantize)])
+        Ok(vec![format!("{layout}, {:?}, {clips}, {:?}", self.geometry, self.quantize)])
     }
 
     fn validation(&self) -> Validation {
@@ -55,9 +73,28 @@ impl EvalOp for DepthwiseConv {
     op_out_of_plan!();
 
     fn eval(&self, _ctx: &EvalContext, mut inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let input = inputs.remove(0);
+        match &self.layout {
+            Layout::ChannelFirst { kernel, tap_offsets } => self.eval_planes(input, kernel, tap_offsets),
+            Layout::ChannelLast { kernel } => self.eval_rows(input, kernel),
+        }
+    }
+}
+
+impl DepthwiseConv {
+    fn channel_last(&self) -> bool {
+        matches!(self.layout, Layout::ChannelLast { .. })
+    }
+
+    /// Channel-first: plane by plane.
+    fn eval_planes(&self, input: TValue, kernel: &[f32], tap_offsets: &[usize]) -> TractResult<TVec<TValue>> {
         let g = &self.geometry;
         let (plane_in, plane_out) = (g.input[0] * g.input[1], g.output[0] * g.output[1]);
-        let input = inputs.remove(0);
+        let filter = |plane: usize| {
+            let (channel, taps) = (plane % self.bias.len(), g.kernel[0] * g.kernel[1]);
+            let kernel = &kernel[channel * taps..][..taps];
+            Filter { kernel, taps: tap_offsets, bias: self.bias[channel], clip: self.clip }
+        };
         if plane_in == plane_out {
             // A plane is in the scratch before its outputs are written, so they can take its
             // place: no output tensor to allocate (in place when nothing else reads the input).
@@ -65,7 +102,8 @@ impl EvalOp for DepthwiseConv {
             let mut view = tensor.try_as_plain_ram_mut()?;
             self.planes(view.as_slice_mut::<f32>()?, |plane, out, scratch| {
                 g.fill(out, self.input_clip, scratch);
-                self.convolve(plane, scratch, out)
+                g.convolve(&filter(plane), scratch, out);
+                self.quantize(out);
             })?;
             return Ok(tvec!(tensor.into_shape(&self.output_shape)?.into_tvalue()));
         }
@@ -73,14 +111,13 @@ impl EvalOp for DepthwiseConv {
         let output = new_planes(&input, &self.output_shape, [plane_in, plane_out], |input, out| {
             self.planes(out, |plane, out, scratch| {
                 g.fill(&input[plane * plane_in..][..plane_in], self.input_clip, scratch);
-                self.convolve(plane, scratch, out)
+                g.convolve(&filter(plane), scratch, out);
+                self.quantize(out);
             })
         })?;
         Ok(tvec!(output.into_tvalue()))
     }
-}
 
-impl DepthwiseConv {
     /// Calls `each(plane index, its output, scratch)` for every output plane, split between
     /// the pool's threads when the inference runs on one (`--threads`).
     fn planes(
@@ -100,15 +137,37 @@ impl DepthwiseConv {
         })
     }
 
-    /// Convolves the plane `plane` (batch item × channels + channel) that is in `scratch`.
-    fn convolve(&self, plane: usize, scratch: &mut [f32], out: &mut [f32]) {
-        let taps = self.geometry.kernel[0] * self.geometry.kernel[1];
-        let channel = plane % self.bias.len();
-        let kernel = &self.kernel[channel * taps..][..taps];
-        let filter = Filter { kernel, taps: &self.tap_offsets, bias: self.bias[channel], clip: self.clip };
-        self.geometry.convolve(&filter, scratch, out);
+    /// Channel-last: output row by output row, split between the pool's threads as planes are.
+    fn eval_rows(&self, input: TValue, kernel: &[f32]) -> TractResult<TVec<TValue>> {
+        let g = &self.geometry;
+        let c = self.bias.len();
+        let (image_in, row_out) = (g.input[0] * g.input[1] * c, g.output[1] * c);
+        let op = ChannelLast {
+            geometry: g,
+            kernel,
+            bias: &self.bias,
+            input_clip: self.input_clip,
+            clip: self.clip,
+        };
+        let image_out = g.output[0] * row_out;
+        let output = new_planes(&input, &self.output_shape, [image_in, image_out], |input, out| {
+            let work = out.len() * g.kernel[0] * g.kernel[1];
+            threads::on_rows(out, row_out, work, |first, rows| {
+                let mut taps = Vec::new();
+                for (i, row) in rows.chunks_exact_mut(row_out).enumerate() {
+                    let (image, y) = ((first + i) / g.output[0], (first + i) % g.output[0]);
+                    op.row(&input[image * image_in..][..image_in], y, &mut taps, row);
+                    self.quantize(row);
+                }
+                Ok(())
+            })
+        })?;
+        Ok(tvec!(output.into_tvalue()))
+    }
+
+    fn quantize(&self, values: &mut [f32]) {
         for quantize in &self.quantize {
-            quantize.apply(out);
+            quantize.apply(values);
         }
     }
 
@@ -118,6 +177,38 @@ impl DepthwiseConv {
         op.quantize.push(quantize.clone());
         op
     }
+
+    /// The move of the channels' axis that swaps this convolution's layout, on its input and its
+    /// output alike (both have its rank).
+    fn swap(&self) -> AxisOp {
+        let rank = self.output_shape.len();
+        if self.channel_last() {
+            AxisOp::Move(rank - 1, rank - 3)
+        } else {
+            AxisOp::Move(rank - 3, rank - 1)
+        }
+    }
+
+    /// This convolution in the other layout.
+    fn swapped(&self) -> TractResult<DepthwiseConv> {
+        let mut output_shape = self.output_shape.clone();
+        self.swap().change_shape_array(&mut output_shape, false)?;
+        let c = self.bias.len();
+        let taps = self.geometry.kernel[0] * self.geometry.kernel[1];
+        let layout = match &self.layout {
+            Layout::ChannelFirst { kernel, .. } => Layout::ChannelLast { kernel: transpose(kernel, c, taps) },
+            Layout::ChannelLast { kernel } => Layout::ChannelFirst {
+                kernel: transpose(kernel, taps, c),
+                tap_offsets: self.geometry.tap_offsets(),
+            },
+        };
+        Ok(DepthwiseConv { output_shape, layout, ..self.clone() })
+    }
+}
+
+/// `values` (rows × columns, row-major) transposed.
+fn transpose(values: &[f32], rows: usize, columns: usize) -> Vec<f32> {
+    (0..rows * columns).map(|i| values[(i % rows) * columns + i / rows]).collect()
 }
 
 impl TypedOp for DepthwiseConv {
@@ -126,11 +217,34 @@ impl TypedOp for DepthwiseConv {
         Ok(tvec!(f32::fact(&*self.output_shape)))
     }
 
+    fn suggested_axis_changes(&self) -> TractResult<TVec<(InOut, AxisOp)>> {
+        if self.channel_last() || self.bias.len() < CHANNEL_LAST_FROM {
+            return Ok(tvec!());
+        }
+        Ok(tvec!((InOut::In(0), self.swap())))
+    }
+
+    /// Takes the move of its channels' axis that swaps its layout, on its input or its output;
+    /// blocks any other change.
+    fn change_axes(
+        &self,
+        _model: &TypedModel,
+        _node: &TypedNode,
+        io: InOut,
+        change: &AxisOp,
+    ) -> TractResult<Option<AxisChangeConsequence>> {
+        rule_if!(matches!(io, InOut::In(0) | InOut::Out(0)) && *change == self.swap());
+        Ok(Some(AxisChangeConsequence {
+            substitute_op: Some(Box::new(self.swapped()?)),
+            wire_changes: tvec!((InOut::In(0), change.clone()), (InOut::Out(0), change.clone())),
+        }))
+    }
+
     as_op!();
 }
 
-/// Replaces a depthwise `Conv` the kernel handles, and the Max and Min of a ReLU or ReLU6 right
-/// after it, by one `DepthwiseConv`; leaves any other convolution to tract.
+/// Replaces a depthwise `Conv` the kernels handle, and the Max and Min of a ReLU or ReLU6 right
+/// before and after it, by one `DepthwiseConv`; leaves any other convolution to tract.
 pub fn rule(
     _: &(),
     model: &TypedModel,
@@ -153,25 +267,25 @@ pub fn rule(
     rule_if!(kernel.shape() == expected);
     let weights = kernel.try_as_plain_ram()?;
     let weights = weights.as_slice::<f32>()?;
-    let kernel = if tap_major {
-        (0..channels * taps).map(|i| weights[(i % taps) * channels + i / taps]).collect()
-    } else {
-        weights.to_vec()
-    };
     rule_if_some!(bias = bias_per_channel(bias, channels)?);
+    // Channel-major, then tap-major for a channel-last convolution.
+    let kernel = if tap_major { transpose(weights, taps, channels) } else { weights.to_vec() };
+    let layout = if conv.pool_spec.data_format.c_is_last() {
+        Layout::ChannelLast { kernel: transpose(&kernel, channels, taps) }
+    } else {
+        Layout::ChannelFirst { kernel, tap_offsets: geometry.tap_offsets() }
+    };
 
     let (input_clip, input) = clip::before(model, node)?;
     let (clip, last) = clip::after(model, node)?;
-    let tap_offsets = geometry.tap_offsets();
     let op = DepthwiseConv {
         geometry,
         output_shape: output_shape.into(),
-        kernel,
+        layout,
         bias,
         input_clip,
         clip,
         quantize: vec![],
-        tap_offsets,
     };
     let mut patch = TypedModelPatch::default();
     let input = patch.tap_model(model, input)?;

@@ -93,52 +93,8 @@ fn block<const B: usize, const FMA: bool>(scratch: &[f32], start: usize, filter:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::backend::tract_ops::planes::tests::{geometry, reference};
     use proptest::prelude::*;
-
-    /// The definition, one output point at a time.
-    fn reference(g: &PlaneGeometry, plane: &[f32], kernel: &[f32], bias: f32) -> Vec<f32> {
-        let ([h, w], [ho, wo], [kh, kw]) = (g.input, g.output, g.kernel);
-        let mut out = vec![0.0; ho * wo];
-        for oy in 0..ho {
-            for ox in 0..wo {
-                let mut sum = bias as f64;
-                for ky in 0..kh {
-                    for kx in 0..kw {
-                        let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad_before[0] as isize;
-                        let ix = (ox * g.stride[1] + kx * g.dilation[1]) as isize - g.pad_before[1] as isize;
-                        if (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix) {
-                            sum += (kernel[ky * kw + kx] * plane[iy as usize * w + ix as usize]) as f64;
-                        }
-                    }
-                }
-                out[oy * wo + ox] = sum as f32;
-            }
-        }
-        out
-    }
-
-    fn geometry() -> impl Strategy<Value = PlaneGeometry> {
-        (1usize..40, 1usize..70, 1usize..6, 1usize..6, 1usize..4, 1usize..4, 1usize..3, 1usize..3)
-            .prop_flat_map(|(h, w, kh, kw, sy, sx, dy, dx)| {
-                (Just((h, w, kh, kw, sy, sx, dy, dx)), 0..=kh, 0..=kw, 0..=kh, 0..=kw)
-            })
-            .prop_filter_map("output must not be empty", |((h, w, kh, kw, sy, sx, dy, dx), t, l, b, r)| {
-                let span = |k: usize, d: usize| (k - 1) * d + 1;
-                let (ph, pw) = (h + t + b, w + l + r);
-                if ph < span(kh, dy) || pw < span(kw, dx) {
-                    return None;
-                }
-                let output = [(ph - span(kh, dy)) / sy + 1, (pw - span(kw, dx)) / sx + 1];
-                Some(PlaneGeometry {
-                    input: [h, w],
-                    output,
-                    kernel: [kh, kw],
-                    stride: [sy, sx],
-                    dilation: [dy, dx],
-                    pad_before: [t, l],
-                })
-            })
-    }
 
     proptest! {
         #[test]

@@ -6,9 +6,11 @@
 //! `rewrite` swaps them into a decluttered model before tract optimizes it; anything they do not
 //! cover stays tract's.
 
+mod channel_order;
 mod clip;
 mod conv;
 mod depthwise;
+mod depthwise_channel_last;
 mod depthwise_kernel;
 mod fake_quantize;
 mod fold;
@@ -33,8 +35,11 @@ pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
     Rewriter::<()>::default()
         .with_rule_for::<Conv>("edgert-depthwise", depthwise::rule)
         .with_rule_for::<Conv>("edgert-conv", conv::rule)
-        .with_rule_for::<EinSum>("edgert-pointwise", pointwise::rule)
         .with_rule_for::<MaxPool>("edgert-maxpool", maxpool::rule)
+        .rewrite(&(), model)?;
+    channel_order::channels_last(model)?;
+    Rewriter::<()>::default()
+        .with_rule_for::<EinSum>("edgert-pointwise", pointwise::rule)
         .with_rule_for::<ElementWiseOp>("edgert-fake-quantize", fake_quantize::rule)
         .with_rule_for::<fake_quantize::FakeQuantize>(
             "edgert-fold-fake-quantize",

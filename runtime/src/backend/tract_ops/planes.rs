@@ -188,15 +188,15 @@ pub struct ConvParts<'a> {
     pub bias: &'a Arc<Tensor>,
 }
 
-/// The parts of an f32 2-D channel-first `Conv` with concrete shapes and a constant f32 kernel
-/// and bias; None for any other.
+/// The parts of an f32 2-D `Conv` (channel-first or channel-last) with concrete shapes and a
+/// constant f32 kernel and bias; None for any other.
 pub fn conv_parts<'a>(
     model: &'a TypedModel,
     node: &'a TypedNode,
     conv: &Conv,
 ) -> TractResult<Option<ConvParts<'a>>> {
     let spec = &conv.pool_spec;
-    rule_if!(conv.q_params.is_none() && node.inputs.len() == 3 && !spec.data_format.c_is_last());
+    rule_if!(conv.q_params.is_none() && node.inputs.len() == 3);
     rule_if!(spec.rank() == 2);
     let facts = model.node_input_facts(node.id)?;
     rule_if!(facts[0].datum_type == f32::datum_type());
@@ -239,7 +239,7 @@ pub fn new_planes(
     Ok(output)
 }
 
-/// Where a 2-D channel-first pooling or convolution over `input_shape` reads, and its batch size;
+/// Where a 2-D pooling or convolution over `input_shape` reads, and its batch size;
 /// None for empty planes or kernels and a stride or dilation of 0, left to tract's checks.
 pub fn plane_geometry(spec: &PoolSpec, input_shape: &[usize]) -> TractResult<Option<(PlaneGeometry, usize)>> {
     let shape = spec.data_format.shape(input_shape)?;
@@ -267,4 +267,55 @@ pub fn bias_per_channel(bias: &Tensor, channels: usize) -> TractResult<Option<Ve
         n if n == channels => Some(bias.to_vec()),
         _ => None,
     })
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::PlaneGeometry;
+    use proptest::prelude::*;
+
+    /// The definition, one output point at a time.
+    pub fn reference(g: &PlaneGeometry, plane: &[f32], kernel: &[f32], bias: f32) -> Vec<f32> {
+        let ([h, w], [ho, wo], [kh, kw]) = (g.input, g.output, g.kernel);
+        let mut out = vec![0.0; ho * wo];
+        for oy in 0..ho {
+            for ox in 0..wo {
+                let mut sum = bias as f64;
+                for ky in 0..kh {
+                    for kx in 0..kw {
+                        let iy = (oy * g.stride[0] + ky * g.dilation[0]) as isize - g.pad_before[0] as isize;
+                        let ix = (ox * g.stride[1] + kx * g.dilation[1]) as isize - g.pad_before[1] as isize;
+                        if (0..h as isize).contains(&iy) && (0..w as isize).contains(&ix) {
+                            sum += (kernel[ky * kw + kx] * plane[iy as usize * w + ix as usize]) as f64;
+                        }
+                    }
+                }
+                out[oy * wo + ox] = sum as f32;
+            }
+        }
+        out
+    }
+
+    pub fn geometry() -> impl Strategy<Value = PlaneGeometry> {
+        (1usize..40, 1usize..70, 1usize..6, 1usize..6, 1usize..4, 1usize..4, 1usize..3, 1usize..3)
+            .prop_flat_map(|(h, w, kh, kw, sy, sx, dy, dx)| {
+                (Just((h, w, kh, kw, sy, sx, dy, dx)), 0..=kh, 0..=kw, 0..=kh, 0..=kw)
+            })
+            .prop_filter_map("output must not be empty", |((h, w, kh, kw, sy, sx, dy, dx), t, l, b, r)| {
+                let span = |k: usize, d: usize| (k - 1) * d + 1;
+                let (ph, pw) = (h + t + b, w + l + r);
+                if ph < span(kh, dy) || pw < span(kw, dx) {
+                    return None;
+                }
+                let output = [(ph - span(kh, dy)) / sy + 1, (pw - span(kw, dx)) / sx + 1];
+                Some(PlaneGeometry {
+                    input: [h, w],
+                    output,
+                    kernel: [kh, kw],
+                    stride: [sy, sx],
+                    dilation: [dy, dx],
+                    pad_before: [t, l],
+                })
+            })
+    }
 }

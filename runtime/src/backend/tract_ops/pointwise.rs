@@ -5,6 +5,8 @@
 //! block of rows while it is in cache, the bias, a ReLU or ReLU6 that follows, and any
 //! QuantizeLinear → DequantizeLinear pairs folded in.
 
+use std::ops::Range;
+
 use gemm_common::Parallelism;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
@@ -31,7 +33,9 @@ pub struct PointwiseConv {
     in_channels: usize,
     /// A dense convolution's: the data is made from the input band by band (channel-first).
     im2col: Option<Im2col>,
-    /// Output channels × input channels, row-major.
+    /// Output channels × input channels, row-major; input channels × output channels where
+    /// the data or the output is channel-last over several positions (`input_major`), so that
+    /// the product's side that gemm packs by output channel is read in order.
     weights: Vec<f32>,
     /// One per output channel.
     bias: Vec<f32>,
@@ -157,35 +161,34 @@ impl EvalOp for PointwiseConv {
             } else if self.output_channel_last {
                 // Rows of positions: data (rows × in) · weightsᵀ (in × out).
                 on_row_blocks(out, cout, work, |first, rows| {
-                    let data = if self.data_channel_last {
-                        (&data[first * cin..], cin, 1)
-                    } else {
-                        (&data[first..], 1, positions)
-                    };
-                    let product = Product {
-                        m: rows.len() / cout,
-                        n: cout,
-                        k: cin,
-                        a: data,
-                        b: (&self.weights, 1, cin),
-                    };
-                    product.run(rows, cout)?;
-                    rows.chunks_exact_mut(cout).for_each(|row| self.finish(row, |c| self.bias[c]));
+                    // In chunks of positions, each finished while it is in cache.
+                    for (i, rows) in rows.chunks_mut(chunk_positions(cout) * cout).enumerate() {
+                        let at = first + i * chunk_positions(cout);
+                        let data = if self.data_channel_last {
+                            (&data[at * cin..], cin, 1)
+                        } else {
+                            (&data[at..], 1, positions)
+                        };
+                        let product = Product {
+                            m: rows.len() / cout,
+                            n: cout,
+                            k: cin,
+                            a: data,
+                            b: (&self.weights, cout, 1),
+                        };
+                        product.run(rows, cout)?;
+                        rows.chunks_exact_mut(cout).for_each(|row| self.finish(row, |c| self.bias[c]));
+                    }
                     Ok(())
                 })?;
             } else {
                 // Rows of output channels: weights (rows × in) · data (in × positions).
                 on_row_blocks(out, positions, work, |first, rows| {
-                    let data = if self.data_channel_last { (data, 1, cin) } else { (data, positions, 1) };
-                    let weights = (&self.weights[first * cin..], cin, 1);
-                    let product =
-                        Product { m: rows.len() / positions, n: positions, k: cin, a: weights, b: data };
-                    product.run(rows, positions)?;
-                    for (c, row) in rows.chunks_exact_mut(positions).enumerate() {
-                        let bias = self.bias[first + c];
-                        self.finish(row, |_| bias);
+                    if self.data_channel_last {
+                        return self.transposed_block(first, rows, positions, data);
                     }
-                    Ok(())
+                    let data = |at: usize| (&data[at..], positions, 1);
+                    self.channel_first_block(first, rows, positions, 0..positions, data)
                 })?;
             }
         }
@@ -235,16 +238,73 @@ impl PointwiseConv {
                 matrix.resize(depth * n, 0.0);
                 im2col.gather(&planes, rows, &mut matrix);
                 on_row_blocks(out, positions, depth * n * cout, |first, block| {
-                    let weights = (&self.weights[first * depth..], depth, 1);
-                    let product =
-                        Product { m: block.len() / positions, n, k: depth, a: weights, b: (&matrix, n, 1) };
-                    product.run(&mut block[first_position..], positions)?;
-                    for (c, row) in block.chunks_exact_mut(positions).enumerate() {
-                        let bias = self.bias[first + c];
-                        self.finish(&mut row[first_position..][..n], |_| bias);
-                    }
-                    Ok(())
+                    let columns = first_position..first_position + n;
+                    let matrix = |at: usize| (&matrix[at - first_position..], n, 1);
+                    self.channel_first_block(first, block, positions, columns, matrix)
                 })?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Columns `columns` of the output channels `first..` that `rows` holds (`positions` values
+    /// each): weights · data, where `data(p)` is the data from position p on, computed and
+    /// finished a chunk of positions at a time, so that each chunk is still in cache when it is
+    /// finished.
+    fn channel_first_block<'a>(
+        &self,
+        first: usize,
+        rows: &mut [f32],
+        positions: usize,
+        columns: Range<usize>,
+        data: impl Fn(usize) -> Matrix<'a>,
+    ) -> TractResult<()> {
+        let (cin, channels) = (self.in_channels, rows.len() / positions);
+        let weights = (&self.weights[first * cin..], cin, 1);
+        let chunk = chunk_positions(channels);
+        for at in columns.clone().step_by(chunk) {
+            let n = chunk.min(columns.end - at);
+            let product = Product { m: channels, n, k: cin, a: weights, b: data(at) };
+            product.run(&mut rows[at..], positions)?;
+            for (c, row) in rows.chunks_exact_mut(positions).enumerate() {
+                let bias = self.bias[first + c];
+                self.finish(&mut row[at..at + n], |_| bias);
+            }
+        }
+        Ok(())
+    }
+
+    /// The output channels `first..` that `rows` holds (`positions` values each) from
+    /// channel-last `data`: each chunk of positions computed channel-last, as gemm's kernels
+    /// read channel-last data in order (channel-first, they would gather it), then finished
+    /// into the rows, transposed.
+    fn transposed_block(
+        &self,
+        first: usize,
+        rows: &mut [f32],
+        positions: usize,
+        data: &[f32],
+    ) -> TractResult<()> {
+        let (cin, channels) = (self.in_channels, rows.len() / positions);
+        let chunk = chunk_positions(channels);
+        let mut scratch = vec![0.0; chunk.min(positions) * channels];
+        for at in (0..positions).step_by(chunk) {
+            let n = chunk.min(positions - at);
+            let weights = (&self.weights[first..], self.bias.len(), 1);
+            let product = Product { m: n, n: channels, k: cin, a: (&data[at * cin..], cin, 1), b: weights };
+            product.run(&mut scratch, channels)?;
+            // 16 channels at a time: each position's are one cache line of the scratch.
+            for (block, rows) in rows.chunks_mut(16 * positions).enumerate() {
+                let block = block * 16;
+                for (p, products) in scratch.chunks_exact(channels).take(n).enumerate() {
+                    for (row, &v) in rows.chunks_exact_mut(positions).zip(&products[block..]) {
+                        row[at + p] = v;
+                    }
+                }
+                for (c, row) in rows.chunks_exact_mut(positions).enumerate() {
+                    let bias = self.bias[first + block + c];
+                    self.finish(&mut row[at..at + n], |_| bias);
+                }
             }
         }
         Ok(())
@@ -268,6 +328,16 @@ impl PointwiseConv {
             quantize.apply(row);
         }
     }
+}
+
+/// The most values of output a product makes before they are finished (256 KiB: a Jetson Orin
+/// core's L2), so that finishing them reads cache, not memory.
+const CHUNK_VALUES: usize = 64 * 1024;
+
+/// Positions per chunk of output with `channels` values each: whole blocks of 64 (the widest
+/// kernel's rows), one at least.
+fn chunk_positions(channels: usize) -> usize {
+    (CHUNK_VALUES / channels.max(1)).next_multiple_of(64).max(64)
 }
 
 /// Below this many multiply-adds one thread does the whole product, as in gemm's own threading.
@@ -296,6 +366,12 @@ impl TypedOp for PointwiseConv {
     }
 
     as_op!();
+}
+
+/// Whether a `PointwiseConv` keeps its weights input channels × output channels: where it
+/// computes channel-last products.
+fn input_major(data_channel_last: bool, output_channel_last: bool, positions: usize) -> bool {
+    (data_channel_last || output_channel_last) && positions > 1
 }
 
 /// Where each of an EinSum's axes is: in the data, the weights, the output (positions).
@@ -416,17 +492,13 @@ fn bias_after(
     Ok(Some(((0..cout).map(|c| values[c % values.len()]).collect(), next.id)))
 }
 
-/// Replaces an f32 EinSum that multiplies data by a constant weight matrix along one axis (what
-/// tract declutters a 1×1 convolution or a fully connected layer into), the constant bias added
-/// right after it and a ReLU or ReLU6 after that, by one `PointwiseConv`; leaves any other
-/// EinSum to tract.
-pub fn rule(
-    _: &(),
-    model: &TypedModel,
+/// An f32 EinSum of data with a constant weight matrix along one axis, as `PointwiseConv` runs
+/// it: the data's input, the weights and the layout; None for any other.
+fn einsum_parts<'a>(
+    model: &'a TypedModel,
     node: &TypedNode,
-    name: &str,
     einsum: &EinSum,
-) -> TractResult<Option<TypedModelPatch>> {
+) -> TractResult<Option<(usize, &'a Arc<Tensor>, Layout)>> {
     rule_if!(einsum.q_params.is_none() && einsum.operating_dt == f32::datum_type() && node.inputs.len() == 2);
     let facts = model.node_input_facts(node.id)?;
     rule_if!(facts.iter().all(|f| f.datum_type == f32::datum_type()));
@@ -438,17 +510,47 @@ pub fn rule(
     rule_if!(weights.rank() == 2);
     rule_if_some!(input_shape = facts[data].shape.as_concrete());
     rule_if_some!(output_shape = model.outlet_fact(node.id.into())?.shape.as_concrete());
-    rule_if_some!(layout = layout(einsum, data, input_shape, output_shape));
+    Ok(layout(einsum, data, input_shape, output_shape).map(|layout| (data, weights, layout)))
+}
+
+/// The move that puts the channels of a 1×1 convolution's output last, where its data's are
+/// last and its output's first, over several positions; None otherwise.
+pub fn channel_last_output(
+    model: &TypedModel,
+    node: &TypedNode,
+    einsum: &EinSum,
+) -> TractResult<Option<AxisOp>> {
+    rule_if_some!((_, _, layout) = einsum_parts(model, node, einsum)?);
+    rule_if!(layout.data_channel_last && !layout.output_channel_last && layout.positions > 1);
+    let rank = model.outlet_fact(node.id.into())?.rank();
+    Ok(Some(AxisOp::Move(layout.channel_axis, rank - 1)))
+}
+
+/// Replaces an f32 EinSum that multiplies data by a constant weight matrix along one axis (what
+/// tract declutters a 1×1 convolution or a fully connected layer into), the constant bias added
+/// right after it and a ReLU or ReLU6 after that, by one `PointwiseConv`; leaves any other
+/// EinSum to tract.
+pub fn rule(
+    _: &(),
+    model: &TypedModel,
+    node: &TypedNode,
+    name: &str,
+    einsum: &EinSum,
+) -> TractResult<Option<TypedModelPatch>> {
+    rule_if_some!((data, weights, layout) = einsum_parts(model, node, einsum)?);
+    rule_if_some!(output_shape = model.outlet_fact(node.id.into())?.shape.as_concrete());
     let (cin, cout) = (layout.in_channels, layout.out_channels);
     rule_if!(layout.blocks * layout.positions * cin * cout > 0);
     let expected = if layout.out_channels_first { [cout, cin] } else { [cin, cout] };
     rule_if!(weights.shape() == expected);
     let w = weights.try_as_plain_ram()?;
     let w = w.as_slice::<f32>()?;
-    let weights = if layout.out_channels_first {
+    let input_major = input_major(layout.data_channel_last, layout.output_channel_last, layout.positions);
+    let weights = if layout.out_channels_first != input_major {
         w.to_vec()
     } else {
-        (0..cout * cin).map(|i| w[(i % cin) * cout + i / cin]).collect()
+        let (rows, columns) = if input_major { (cout, cin) } else { (cin, cout) };
+        (0..cout * cin).map(|i| w[(i % rows) * columns + i / rows]).collect()
     };
 
     let (bias, last) =

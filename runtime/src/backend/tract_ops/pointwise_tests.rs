@@ -200,21 +200,46 @@ fn products_that_switch_between_channel_first_and_channel_last_match_tract() {
         ("NHWI,IO->NOHW", &[2, 3, 4, cin], &[1, cout, 1, 1]),
     ];
     for (expr, input, bias_shape) in cases {
-        let mut model = TypedModel::default();
-        let x = model.add_source("x", f32::fact(input)).unwrap();
-        let weights_shape = if expr.contains(",OI") { [cout, cin] } else { [cin, cout] };
-        let weights = Tensor::from_shape(&weights_shape, &values(cin * cout, 3)).unwrap();
-        let weights = model.add_const("weights", weights).unwrap();
-        let einsum = EinSum::new(expr.parse().unwrap(), f32::datum_type());
-        let product = model.wire_node("product", einsum, &[x, weights]).unwrap()[0];
-        let bias =
-            model.add_const("bias", Tensor::from_shape(bias_shape, &values(cout, 5)).unwrap()).unwrap();
-        let sum = model.wire_node("add_bias", math::add(), &[product, bias]).unwrap()[0];
-        let y = add_clip(&mut model, sum, input.len(), &RELU6, "relu6");
-        model.select_output_outlets(&[y]).unwrap();
+        let model = einsum_model(expr, input, bias_shape, cin, cout);
         for threads in [1, 3] {
             let ours = on_threads(threads, || rewritten_agrees(&model, input, 1e-5));
             assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{expr}, {threads} threads");
         }
     }
+}
+
+/// Products over more positions than one chunk (each computed and finished while in cache),
+/// into 20 output channels (a 16-channel block and 4 more, as the channel-last to channel-first
+/// product finishes them), in each layout.
+#[test]
+fn products_of_several_chunks_match_tract() {
+    let (cin, cout) = (8, 20);
+    let cases: [(&str, &[usize], &[usize]); 4] = [
+        ("IHW,OI->OHW", &[cin, 60, 61], &[cout, 1, 1]),
+        ("IHW,OI->HWO", &[cin, 60, 61], &[1, 1, cout]),
+        ("HWI,OI->OHW", &[60, 61, cin], &[cout, 1, 1]),
+        ("HWI,IO->HWO", &[60, 61, cin], &[1, 1, cout]),
+    ];
+    for (expr, input, bias_shape) in cases {
+        let model = einsum_model(expr, input, bias_shape, cin, cout);
+        let ours = rewritten_agrees(&model, input, 1e-5);
+        assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{expr}");
+    }
+}
+
+/// Source (`input`) → EinSum `expr` with a constant weight matrix (OI or IO, as `expr` says)
+/// → + bias (`bias_shape`) → ReLU6.
+fn einsum_model(expr: &str, input: &[usize], bias_shape: &[usize], cin: usize, cout: usize) -> TypedModel {
+    let mut model = TypedModel::default();
+    let x = model.add_source("x", f32::fact(input)).unwrap();
+    let weights_shape = if expr.contains(",OI") { [cout, cin] } else { [cin, cout] };
+    let weights = Tensor::from_shape(&weights_shape, &values(cin * cout, 3)).unwrap();
+    let weights = model.add_const("weights", weights).unwrap();
+    let einsum = EinSum::new(expr.parse().unwrap(), f32::datum_type());
+    let product = model.wire_node("product", einsum, &[x, weights]).unwrap()[0];
+    let bias = model.add_const("bias", Tensor::from_shape(bias_shape, &values(cout, 5)).unwrap()).unwrap();
+    let sum = model.wire_node("add_bias", math::add(), &[product, bias]).unwrap()[0];
+    let y = add_clip(&mut model, sum, input.len(), &RELU6, "relu6");
+    model.select_output_outlets(&[y]).unwrap();
+    model
 }

@@ -173,12 +173,94 @@ fn a_depthwise_conv_and_its_relu6_become_one_op() {
     assert_eq!(count(&ours, "Max") + count(&ours, "Min") + count(&ours, "Conv"), 0, "{:?}", op_names(&ours));
 }
 
-/// Split between threads by planes: 3 threads take its 40 planes in blocks of 4.
+/// Split between threads by planes (channel-first: 3 threads take its 40 planes in blocks of 4)
+/// or by output rows (channel-last: 8 images of 28).
 #[test]
 fn a_depthwise_conv_split_between_threads_matches_tract() {
-    let conv = Depthwise { input: vec![8, 5, 28, 28], ..mobilenet_like() };
-    let ours = on_threads(3, || rewritten_agrees(&conv.model(&RELU6, &[]), &conv.input, 1e-5));
-    assert_eq!(count(&ours, "EdgertDepthwiseConv"), 1, "{:?}", op_names(&ours));
+    for format in [DataFormat::NCHW, DataFormat::NHWC] {
+        let input = if format == DataFormat::NCHW { vec![8, 5, 28, 28] } else { vec![8, 28, 28, 24] };
+        let conv = Depthwise { format, input, ..mobilenet_like() };
+        let ours = on_threads(3, || rewritten_agrees(&conv.model(&RELU6, &[]), &conv.input, 1e-5));
+        assert_eq!(count(&ours, "EdgertDepthwiseConv"), 1, "{:?}", op_names(&ours));
+    }
+}
+
+/// A channel-first 2-D `Conv` (`group` groups, OIHW weights, a bias, stride `stride`, padding
+/// that keeps the size at stride 1) of `input` into `cout` channels, then a ReLU6.
+fn conv_relu6(
+    model: &mut TypedModel,
+    name: &str,
+    input: OutletId,
+    [cin, cout, group, kernel, stride]: [usize; 5],
+) -> OutletId {
+    let weights = Tensor::from_shape(
+        &[cout, cin / group, kernel, kernel],
+        &values(cout * cin / group * kernel * kernel, 3),
+    );
+    let weights = model.add_const(format!("{name}.weights"), weights.unwrap()).unwrap();
+    let bias = model
+        .add_const(format!("{name}.bias"), Tensor::from_shape(&[cout], &values(cout, 5)).unwrap())
+        .unwrap();
+    let pad = kernel / 2;
+    let conv = Conv {
+        pool_spec: PoolSpec {
+            data_format: DataFormat::NCHW,
+            kernel_shape: tvec!(kernel, kernel),
+            padding: PaddingSpec::Explicit(tvec!(pad, pad), tvec!(pad, pad)),
+            dilations: None,
+            strides: Some(tvec!(stride, stride)),
+            input_channels: cin,
+            output_channels: cout,
+        },
+        kernel_fmt: KernelFormat::OIHW,
+        group,
+        q_params: None,
+    };
+    let wire = model.wire_node(name, conv, &[input, weights, bias]).unwrap()[0];
+    add_clip(model, wire, 4, &RELU6, &format!("{name}.relu6."))
+}
+
+/// MobileNetV2's shape in small, channel-first as ONNX has it: a 1×1 convolution, then a
+/// residual block (1×1 expansion to `wide` channels, depthwise 3×3, 1×1 projection, added to the
+/// block's input), then a 1×1 convolution.
+fn inverted_residual(wide: usize) -> TypedModel {
+    let mut model = TypedModel::default();
+    let x = model.add_source("x", f32::fact([1, 8, 12, 12])).unwrap();
+    let first = conv_relu6(&mut model, "first", x, [8, 16, 1, 1, 1]);
+    let expand = conv_relu6(&mut model, "expand", first, [16, wide, 1, 1, 1]);
+    let dw = conv_relu6(&mut model, "dw", expand, [wide, wide, wide, 3, 1]);
+    let project = conv_relu6(&mut model, "project", dw, [wide, 16, 1, 1, 1]);
+    let sum = model.wire_node("add", math::add(), &[first, project]).unwrap()[0];
+    let last = conv_relu6(&mut model, "last", sum, [16, 10, 1, 1, 1]);
+    model.select_output_outlets(&[last]).unwrap();
+    model.into_decluttered().unwrap()
+}
+
+/// `model`'s edgert depthwise convolutions: each one's name and whether it is channel-last.
+fn depthwise_layouts(model: &TypedModel) -> Vec<(String, bool)> {
+    let depthwise = model.nodes().iter().filter(|n| n.op.name() == "EdgertDepthwiseConv");
+    depthwise.map(|n| (n.name.clone(), n.op.info().unwrap()[0].starts_with("channel-last"))).collect()
+}
+
+/// From 16 channels the depthwise convolution runs channel-last, and the 1×1 convolutions and
+/// the residual addition around it follow, with the model's input and output as they were; below
+/// 16 it stays channel-first. Either way every convolution is edgert's and the outputs tract's.
+#[test]
+fn depthwise_convolutions_of_16_channels_or_more_run_channel_last_within_the_model() {
+    for (wide, channel_last) in [(24, true), (12, false)] {
+        let model = inverted_residual(wide);
+        let ours = rewritten_agrees(&model, &[1, 8, 12, 12], 1e-4);
+        assert_eq!(depthwise_layouts(&ours), [("dw".to_string(), channel_last)], "{:?}", op_names(&ours));
+        let pointwise = ours.nodes().iter().filter(|n| n.op.name() == "EdgertPointwiseConv");
+        let first_to_first =
+            pointwise.filter(|n| n.op.info().unwrap()[0].contains("channel-first → channel-first"));
+        // Channel-last: the first makes its output so, the last takes it back, the block's
+        // two and the addition are channel-last throughout.
+        assert_eq!(first_to_first.count(), if channel_last { 0 } else { 4 }, "{ours}");
+        assert_eq!(count(&ours, "EdgertPointwiseConv"), 4, "{:?}", op_names(&ours));
+        assert_eq!(count(&ours, "EinSum") + count(&ours, "Conv"), 0, "{:?}", op_names(&ours));
+        assert_eq!(ours.output_fact(0).unwrap().shape.as_concrete(), Some(&[1, 10, 12, 12][..]));
+    }
 }
 
 #[test]
@@ -211,6 +293,35 @@ fn strides_dilations_uneven_padding_and_other_layouts_match_tract() {
             dilations: [2, 2],
             padding: PaddingSpec::Valid,
         },
+        // Channel-last: 16-channel blocks and the channels left over, interior columns four at
+        // a time and the border's one by one.
+        Depthwise {
+            format: DataFormat::NHWC,
+            input: vec![2, 9, 14, 19],
+            kernel_fmt: KernelFormat::HWIO,
+            kernel: [3, 3],
+            strides: [2, 1],
+            dilations: [1, 1],
+            padding: PaddingSpec::Explicit(tvec!(1, 0), tvec!(2, 1)),
+        },
+        Depthwise {
+            format: DataFormat::HWC,
+            input: vec![13, 12, 35],
+            kernel_fmt: KernelFormat::OIHW,
+            kernel: [5, 3],
+            strides: [1, 2],
+            dilations: [2, 1],
+            padding: PaddingSpec::SameUpper,
+        },
+        Depthwise {
+            format: DataFormat::NHWC,
+            input: vec![1, 7, 7, 64],
+            kernel_fmt: KernelFormat::OHWI,
+            kernel: [3, 3],
+            strides: [1, 1],
+            dilations: [1, 1],
+            padding: PaddingSpec::Explicit(tvec!(1, 1), tvec!(1, 1)),
+        },
     ];
     for conv in cases {
         let ours = rewritten_agrees(&conv.model(&[("Max", 0.0)], &[]), &conv.input, 1e-5);
@@ -229,6 +340,11 @@ fn a_relu6_before_a_depthwise_conv_is_folded_into_it() {
     // Strided, so the clip is applied on the padded row before it is dealt out to the phases.
     let strided = Depthwise { strides: [2, 3], ..mobilenet_like() };
     let ours = rewritten_agrees(&strided.clipped_model(&RELU6, &[], &[]), &strided.input, 1e-5);
+    assert_eq!(op_names(&ours), ["Source", "EdgertDepthwiseConv"]);
+    // Channel-last, the clip is applied to each value read.
+    let last = Depthwise { format: DataFormat::NHWC, input: vec![2, 9, 13, 21], ..mobilenet_like() };
+    let ours =
+        rewritten_agrees(&last.clipped_model(&[("Max", 0.5), ("Min", 1.0)], &RELU6, &[]), &last.input, 1e-5);
     assert_eq!(op_names(&ours), ["Source", "EdgertDepthwiseConv"]);
 }
 
@@ -450,25 +566,16 @@ fn photo(pipeline: &crate::pipeline::Pipeline, name: &str) -> Tensor {
     Tensor::from_shape(&input.shape, &input.data).unwrap()
 }
 
-/// MobileNetV2 has 17 depthwise convolutions. Where tract has a channel-inner depthwise kernel
-/// (aarch64's NEON) it declutters them channel-last, and they stay tract's; elsewhere (x86_64)
-/// they stay channel-first, and all become edgert's.
-fn assert_takes_every_channel_first_depthwise_conv(plain: &TypedModel, ours: &TypedModel) {
-    let depthwise = |model: &TypedModel, channel_first: bool| {
-        let convs = model.nodes().iter().filter_map(|n| n.op_as::<Conv>());
-        convs
-            .filter(|c| c.group > 1 && c.group == c.input_channels())
-            .filter(|c| c.pool_spec.data_format.c_is_last() != channel_first)
-            .count()
-    };
-    let taken = count(ours, "EdgertDepthwiseConv");
-    assert_eq!(depthwise(plain, true) + depthwise(plain, false), 17);
-    assert_eq!(taken, depthwise(plain, true), "{:?}", op_names(ours));
-    assert_eq!(depthwise(ours, true), 0, "{:?}", op_names(ours));
-    if cfg!(target_arch = "x86_64") {
-        assert_eq!(taken, 17);
-    }
-    assert!(taken >= 1);
+/// MobileNetV2 has 17 depthwise convolutions, all edgert's: channel-last but the first, whose
+/// input comes straight from the model's first (dense) convolution, which keeps its channels
+/// first (on aarch64 tract itself lays them out so, as it has a channel-inner kernel).
+fn assert_takes_every_depthwise_conv(plain: &TypedModel, ours: &TypedModel) {
+    let depthwise = plain.nodes().iter().filter_map(|n| n.op_as::<Conv>());
+    assert_eq!(depthwise.filter(|c| c.group > 1 && c.group == c.input_channels()).count(), 17);
+    let layouts = depthwise_layouts(ours);
+    assert_eq!(layouts.len(), 17, "{:?}", op_names(ours));
+    let first: Vec<_> = layouts.iter().filter(|(_, last)| !last).map(|(name, _)| name.as_str()).collect();
+    assert!(matches!(first[..], [name] if name.starts_with("features.1.dw")), "{layouts:?}");
 }
 
 /// MobileNetV2's 34 1×1 convolutions and its classifier, every matrix product with a constant,
@@ -495,7 +602,7 @@ fn top1(values: &[f32]) -> usize {
 #[test]
 fn mobilenet_v2_runs_its_depthwise_and_1x1_convolutions_on_edgert_kernels_with_tracts_results() {
     let (plain, ours, pipeline) = shipped("mobilenetv2_fp32");
-    assert_takes_every_channel_first_depthwise_conv(&plain, &ours);
+    assert_takes_every_depthwise_conv(&plain, &ours);
     assert_takes_every_matrix_product(&plain, &ours);
     for name in PHOTOS {
         let input = photo(&pipeline, name);
@@ -516,7 +623,7 @@ fn mobilenet_v2_runs_its_depthwise_and_1x1_convolutions_on_edgert_kernels_with_t
 #[test]
 fn mobilenet_v2_int8_qdq_runs_its_quantize_dequantize_pairs_as_fake_quantize_as_accurately_as_tract() {
     let (plain, ours, pipeline) = shipped("mobilenetv2_int8_qdq");
-    assert_takes_every_channel_first_depthwise_conv(&plain, &ours);
+    assert_takes_every_depthwise_conv(&plain, &ours);
     assert_takes_every_matrix_product(&plain, &ours);
     // Every activation's pair but the head's, which tract made a lookup table of (QuantizeLinear,
     // LookupTable, DequantizeLinear: its own integer path), is edgert's: folded into the
