@@ -161,24 +161,20 @@ impl EvalOp for PointwiseConv {
             } else if self.output_channel_last {
                 // Rows of positions: data (rows × in) · weightsᵀ (in × out).
                 on_row_blocks(out, cout, work, |first, rows| {
-                    // In chunks of positions, each finished while it is in cache.
-                    for (i, rows) in rows.chunks_mut(chunk_positions(cout) * cout).enumerate() {
-                        let at = first + i * chunk_positions(cout);
-                        let data = if self.data_channel_last {
-                            (&data[at * cin..], cin, 1)
-                        } else {
-                            (&data[at..], 1, positions)
-                        };
-                        let product = Product {
-                            m: rows.len() / cout,
-                            n: cout,
-                            k: cin,
-                            a: data,
-                            b: (&self.weights, cout, 1),
-                        };
-                        product.run(rows, cout)?;
-                        rows.chunks_exact_mut(cout).for_each(|row| self.finish(row, |c| self.bias[c]));
-                    }
+                    let data = if self.data_channel_last {
+                        (&data[first * cin..], cin, 1)
+                    } else {
+                        (&data[first..], 1, positions)
+                    };
+                    let product = Product {
+                        m: rows.len() / cout,
+                        n: cout,
+                        k: cin,
+                        a: data,
+                        b: (&self.weights, cout, 1),
+                    };
+                    product.run(rows, cout)?;
+                    rows.chunks_exact_mut(cout).for_each(|row| self.finish(row, |c| self.bias[c]));
                     Ok(())
                 })?;
             } else {
@@ -187,7 +183,7 @@ impl EvalOp for PointwiseConv {
                     if self.data_channel_last {
                         return self.transposed_block(first, rows, positions, data);
                     }
-                    let data = |at: usize| (&data[at..], positions, 1);
+                    let data = (data, positions, 1);
                     self.channel_first_block(first, rows, positions, 0..positions, data)
                 })?;
             }
@@ -239,8 +235,7 @@ impl PointwiseConv {
                 im2col.gather(&planes, rows, &mut matrix);
                 on_row_blocks(out, positions, depth * n * cout, |first, block| {
                     let columns = first_position..first_position + n;
-                    let matrix = |at: usize| (&matrix[at - first_position..], n, 1);
-                    self.channel_first_block(first, block, positions, columns, matrix)
+                    self.channel_first_block(first, block, positions, columns, (&matrix, n, 1))
                 })?;
             }
         }
@@ -248,36 +243,30 @@ impl PointwiseConv {
     }
 
     /// Columns `columns` of the output channels `first..` that `rows` holds (`positions` values
-    /// each): weights · data, where `data(p)` is the data from position p on, computed and
-    /// finished a chunk of positions at a time, so that each chunk is still in cache when it is
-    /// finished.
-    fn channel_first_block<'a>(
+    /// each): weights · data (input channels × the columns), then finished.
+    fn channel_first_block(
         &self,
         first: usize,
         rows: &mut [f32],
         positions: usize,
         columns: Range<usize>,
-        data: impl Fn(usize) -> Matrix<'a>,
+        data: Matrix,
     ) -> TractResult<()> {
         let (cin, channels) = (self.in_channels, rows.len() / positions);
         let weights = (&self.weights[first * cin..], cin, 1);
-        let chunk = chunk_positions(channels);
-        for at in columns.clone().step_by(chunk) {
-            let n = chunk.min(columns.end - at);
-            let product = Product { m: channels, n, k: cin, a: weights, b: data(at) };
-            product.run(&mut rows[at..], positions)?;
-            for (c, row) in rows.chunks_exact_mut(positions).enumerate() {
-                let bias = self.bias[first + c];
-                self.finish(&mut row[at..at + n], |_| bias);
-            }
+        let product = Product { m: channels, n: columns.len(), k: cin, a: weights, b: data };
+        product.run(&mut rows[columns.start..], positions)?;
+        for (c, row) in rows.chunks_exact_mut(positions).enumerate() {
+            let bias = self.bias[first + c];
+            self.finish(&mut row[columns.clone()], |_| bias);
         }
         Ok(())
     }
 
     /// The output channels `first..` that `rows` holds (`positions` values each) from
-    /// channel-last `data`: each chunk of positions computed channel-last, as gemm's kernels
-    /// read channel-last data in order (channel-first, they would gather it), then finished
-    /// into the rows, transposed.
+    /// channel-last `data`: a chunk of positions at a time computed channel-last into a scratch
+    /// (gemm's kernels read channel-last data in order that way; for a channel-first product
+    /// they would gather it), then finished into the rows, transposed.
     fn transposed_block(
         &self,
         first: usize,
@@ -330,11 +319,11 @@ impl PointwiseConv {
     }
 }
 
-/// The most values of output a product makes before they are finished (256 KiB: a Jetson Orin
-/// core's L2), so that finishing them reads cache, not memory.
+/// The most values a channel-last scratch holds (256 KiB: a Jetson Orin core's L2), so that
+/// finishing them reads cache, not memory.
 const CHUNK_VALUES: usize = 64 * 1024;
 
-/// Positions per chunk of output with `channels` values each: whole blocks of 64 (the widest
+/// Positions per chunk of a scratch with `channels` values each: whole blocks of 64 (the widest
 /// kernel's rows), one at least.
 fn chunk_positions(channels: usize) -> usize {
     (CHUNK_VALUES / channels.max(1)).next_multiple_of(64).max(64)

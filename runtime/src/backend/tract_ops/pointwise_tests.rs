@@ -208,9 +208,9 @@ fn products_that_switch_between_channel_first_and_channel_last_match_tract() {
     }
 }
 
-/// Products over more positions than one chunk (each computed and finished while in cache),
-/// into 20 output channels (a 16-channel block and 4 more, as the channel-last to channel-first
-/// product finishes them), in each layout.
+/// Products over more positions than one chunk of the scratch a channel-last to channel-first
+/// product goes through, into 20 output channels (a 16-channel block and 4 more, as it finishes
+/// them), and the same product in the other layouts.
 #[test]
 fn products_of_several_chunks_match_tract() {
     let (cin, cout) = (8, 20);
