@@ -1,6 +1,6 @@
 //! Where a model's channels go, before edgert's operators replace tract's: last (NHWC) around
 //! the depthwise and 1×1 convolutions, where both of edgert's kernels are the faster ones
-//! (benches/RESULTS.md, threads). The depthwise convolutions ask for it themselves
+//! (benches/RESULTS.md, channels last). The depthwise convolutions ask for it themselves
 //! (`DepthwiseConv::suggested_axis_changes`), and tract's own pass grants it where every
 //! operator it reaches can follow; a 1×1 convolution (still tract's EinSum here) takes either
 //! layout on either side, so each whose data is then channel-last is asked to make its output

@@ -3,8 +3,8 @@
 //! `depthwise_channel_last`), with a ReLU or ReLU6 on either side folded in. A channel-first one
 //! of 16 channels or more asks tract to move its channels last (`suggested_axis_changes`), as
 //! tract's own depthwise convolution does where it has a channel-inner kernel: the 1×1
-//! convolutions around it take the new layout at no cost, and the channel-last kernel is the
-//! faster one from 16 channels (benches/RESULTS.md, threads).
+//! convolutions around it follow (`channel_order`), and the channel-last kernel was the faster
+//! on every such convolution of MobileNetV2 (benches/RESULTS.md, channels last).
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;

@@ -241,19 +241,45 @@ mod tests {
             let bias = values(channels, seed ^ 2);
             let input_clip = if clipped { (-1.0, 1.5) } else { clip::NONE };
             let op = ChannelLast { geometry: &g, kernel: &kernel, bias: &bias, input_clip, clip: clip::NONE };
-            let mut out = vec![f32::NAN; ho * wo * channels];
-            let mut scratch = Vec::new();
-            for (y, row) in out.chunks_exact_mut(wo * channels).enumerate() {
-                op.row(&image, y, &mut scratch, row);
+            // Every build this CPU can run, not only the one `row` picks.
+            type Build = fn(&ChannelLast, &[f32], usize, &mut Vec<Tap>, &mut [f32]);
+            #[allow(unused_mut)] // x86_64 adds its builds below.
+            let mut builds: Vec<(&str, Build)> = vec![
+                ("portable", |op, i, y, t, o| match op.input_clip != clip::NONE {
+                    true => op.row_with::<false, true>(i, y, t, o),
+                    false => op.row_with::<false, false>(i, y, t, o),
+                }),
+                ("fused multiply-add", |op, i, y, t, o| match op.input_clip != clip::NONE {
+                    true => op.row_with::<true, true>(i, y, t, o),
+                    false => op.row_with::<true, false>(i, y, t, o),
+                }),
+            ];
+            #[cfg(target_arch = "x86_64")]
+            {
+                if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+                    // SAFETY: the CPU has AVX2 and FMA.
+                    builds.push(("AVX2", |op, i, y, t, o| unsafe { op.row_avx2_fma(i, y, t, o, op.input_clip != clip::NONE) }));
+                }
+                if std::arch::is_x86_feature_detected!("avx512f") {
+                    // SAFETY: the CPU has AVX-512.
+                    builds.push(("AVX-512", |op, i, y, t, o| unsafe { op.row_avx512(i, y, t, o, op.input_clip != clip::NONE) }));
+                }
             }
-            for c in 0..channels {
-                let plane: Vec<f32> =
-                    (0..h * w).map(|i| clip::clamp(image[i * channels + c], input_clip)).collect();
-                let filter: Vec<f32> = (0..taps).map(|t| kernel[t * channels + c]).collect();
-                let expected = reference(&g, &plane, &filter, bias[c]);
-                for (i, e) in expected.iter().enumerate() {
-                    let a = out[i * channels + c];
-                    prop_assert!((a - e).abs() <= 1e-5 * (1.0 + e.abs()), "channel {c}, output {i}: {a} against {e}");
+            for (name, build) in builds {
+                let mut out = vec![f32::NAN; ho * wo * channels];
+                let mut scratch = Vec::new();
+                for (y, row) in out.chunks_exact_mut(wo * channels).enumerate() {
+                    build(&op, &image, y, &mut scratch, row);
+                }
+                for c in 0..channels {
+                    let plane: Vec<f32> =
+                        (0..h * w).map(|i| clip::clamp(image[i * channels + c], input_clip)).collect();
+                    let filter: Vec<f32> = (0..taps).map(|t| kernel[t * channels + c]).collect();
+                    let expected = reference(&g, &plane, &filter, bias[c]);
+                    for (i, e) in expected.iter().enumerate() {
+                        let a = out[i * channels + c];
+                        prop_assert!((a - e).abs() <= 1e-5 * (1.0 + e.abs()), "{name}, channel {c}, output {i}: {a} against {e}");
+                    }
                 }
             }
         }

@@ -3,8 +3,9 @@
 //! product each), dense convolutions with a shallow product (a network's first) and the
 //! QuantizeLinear → DequantizeLinear pairs of INT8 QDQ models, each with the ReLU or ReLU6 next
 //! to it folded in; and max pooling (YOLO's downsampling).
-//! `rewrite` swaps them into a decluttered model before tract optimizes it; anything they do not
-//! cover stays tract's.
+//! `rewrite` swaps them into a decluttered model before tract optimizes it, moving the channels
+//! last around the depthwise and 1×1 convolutions on the way (`channel_order`); anything they do
+//! not cover stays tract's.
 
 mod channel_order;
 mod clip;

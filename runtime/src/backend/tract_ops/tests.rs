@@ -576,6 +576,22 @@ fn assert_takes_every_depthwise_conv(plain: &TypedModel, ours: &TypedModel) {
     assert_eq!(layouts.len(), 17, "{:?}", op_names(ours));
     let first: Vec<_> = layouts.iter().filter(|(_, last)| !last).map(|(name, _)| name.as_str()).collect();
     assert!(matches!(first[..], [name] if name.starts_with("features.1.dw")), "{layouts:?}");
+    // And the convolutions around them follow, to the classifier: all but the first
+    // convolution, the 1×1 convolution after that first depthwise one, and the one after it,
+    // which takes its data channel-first and makes its output channel-last.
+    let not_channel_last: Vec<_> = ours
+        .nodes()
+        .iter()
+        .filter(|n| n.op.name() == "EdgertPointwiseConv")
+        .filter(|n| !n.op.info().unwrap()[0].contains("channel-last → channel-last"))
+        .map(|n| n.name.as_str())
+        .collect();
+    let expected = ["features.0", "features.1.project", "features.2.expand"];
+    assert!(
+        not_channel_last.len() == 3
+            && expected.iter().all(|e| not_channel_last.iter().any(|n| n.starts_with(e))),
+        "{not_channel_last:?}"
+    );
 }
 
 /// MobileNetV2's 34 1×1 convolutions and its classifier, every matrix product with a constant,
