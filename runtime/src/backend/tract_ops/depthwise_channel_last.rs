@@ -7,9 +7,8 @@
 use super::clip;
 use super::planes::PlaneGeometry;
 
-/// Channels summed together: one AVX-512 vector, two AVX2 or four NEON. The channels of a row
-/// go by 16 (then one by one), so the values a block reads (a few input rows of 16 channels)
-/// stay in L1 however many channels there are.
+/// Channels summed together: one AVX-512 vector, two AVX2 or four NEON. A pixel's channels go
+/// by 16, then one by one; with `PIXELS`, four blocks of accumulators, which stay in registers.
 const BLOCK: usize = 16;
 
 /// Output pixels of a row computed together, in the interior: each tap's weights are read once
@@ -39,7 +38,7 @@ impl ChannelLast<'_> {
     }
 
     /// Output row `y` of `image` (input height × width × channels) into `out` (output width ×
-    /// channels). `taps` is scratch, kept between calls so that rows allocate nothing.
+    /// channels). `taps` is scratch for the taps of pixels at the border, kept between calls.
     pub fn row(&self, image: &[f32], y: usize, taps: &mut Vec<Tap>, out: &mut [f32]) {
         // What makes every read and write of `pixels` in bounds: each tap it is given is a
         // pixel of the image and of the kernel, each output pixel one of the row.
@@ -166,7 +165,7 @@ impl ChannelLast<'_> {
     /// values (at `bases[j]` plus the tap's offset, for pixel j) multiplied by its weights and
     /// added, then clipped.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)] // one call site's loop state, passed as it is
+    #[allow(clippy::too_many_arguments)] // `channels_of`'s loop state, passed as it is
     fn pixels<const B: usize, const FMA: bool, const CLIP: bool, const N: usize>(
         &self,
         image: &[f32],
