@@ -15,7 +15,7 @@ use super::clip;
 use super::depthwise_channel_last::ChannelLast;
 use super::depthwise_kernel::Filter;
 use super::fake_quantize::FakeQuantize;
-use super::planes::{bias_per_channel, conv_parts, new_planes, ConvParts, PlaneGeometry};
+use super::planes::{bias_per_channel, conv_parts, new_planes, transpose, ConvParts, PlaneGeometry};
 use super::threads;
 
 /// Channels from which a channel-first convolution asks to be channel-last: below, a pixel's
@@ -204,11 +204,6 @@ impl DepthwiseConv {
         };
         Ok(DepthwiseConv { output_shape, layout, ..self.clone() })
     }
-}
-
-/// `values` (rows × columns, row-major) transposed.
-fn transpose(values: &[f32], rows: usize, columns: usize) -> Vec<f32> {
-    (0..rows * columns).map(|i| values[(i % rows) * columns + i / rows]).collect()
 }
 
 impl TypedOp for DepthwiseConv {

@@ -47,42 +47,41 @@ impl ChannelLast<'_> {
         assert_eq!(image.len(), g.input[0] * g.input[1] * c, "image size");
         assert_eq!(self.kernel.len(), g.kernel[0] * g.kernel[1] * c, "kernel size");
         assert_eq!(out.len(), g.output[1] * c, "output row size");
-        let clipped = self.input_clip != clip::NONE;
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512 (and so FMA), checked just above.
-            unsafe { self.row_avx512(image, y, taps, out, clipped) };
+            unsafe { self.row_avx512(image, y, taps, out) };
             return;
         }
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
             // SAFETY: the CPU has AVX2 and FMA, checked just above.
-            unsafe { self.row_avx2_fma(image, y, taps, out, clipped) };
+            unsafe { self.row_avx2_fma(image, y, taps, out) };
             return;
         }
         // aarch64's NEON has a fused multiply-add in its baseline; x86_64's SSE2 has none, where
         // `mul_add` would be a library call.
-        match clipped {
-            true => self.row_with::<{ cfg!(target_arch = "aarch64") }, true>(image, y, taps, out),
-            false => self.row_with::<{ cfg!(target_arch = "aarch64") }, false>(image, y, taps, out),
-        }
+        self.row_clipped::<{ cfg!(target_arch = "aarch64") }>(image, y, taps, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,fma")]
-    fn row_avx512(&self, image: &[f32], y: usize, taps: &mut Vec<Tap>, out: &mut [f32], clipped: bool) {
-        match clipped {
-            true => self.row_with::<true, true>(image, y, taps, out),
-            false => self.row_with::<true, false>(image, y, taps, out),
-        }
+    fn row_avx512(&self, image: &[f32], y: usize, taps: &mut Vec<Tap>, out: &mut [f32]) {
+        self.row_clipped::<true>(image, y, taps, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
-    fn row_avx2_fma(&self, image: &[f32], y: usize, taps: &mut Vec<Tap>, out: &mut [f32], clipped: bool) {
-        match clipped {
-            true => self.row_with::<true, true>(image, y, taps, out),
-            false => self.row_with::<true, false>(image, y, taps, out),
+    fn row_avx2_fma(&self, image: &[f32], y: usize, taps: &mut Vec<Tap>, out: &mut [f32]) {
+        self.row_clipped::<true>(image, y, taps, out)
+    }
+
+    /// `row_with`, clipping each value read where there is a clip before.
+    #[inline(always)]
+    fn row_clipped<const FMA: bool>(&self, image: &[f32], y: usize, taps: &mut Vec<Tap>, out: &mut [f32]) {
+        match self.input_clip != clip::NONE {
+            true => self.row_with::<FMA, true>(image, y, taps, out),
+            false => self.row_with::<FMA, false>(image, y, taps, out),
         }
     }
 
@@ -244,24 +243,20 @@ mod tests {
             type Build = fn(&ChannelLast, &[f32], usize, &mut Vec<Tap>, &mut [f32]);
             #[allow(unused_mut)] // x86_64 adds its builds below.
             let mut builds: Vec<(&str, Build)> = vec![
-                ("portable", |op, i, y, t, o| match op.input_clip != clip::NONE {
-                    true => op.row_with::<false, true>(i, y, t, o),
-                    false => op.row_with::<false, false>(i, y, t, o),
-                }),
-                ("fused multiply-add", |op, i, y, t, o| match op.input_clip != clip::NONE {
-                    true => op.row_with::<true, true>(i, y, t, o),
-                    false => op.row_with::<true, false>(i, y, t, o),
+                ("portable", |op, i, y, t, o| op.row_clipped::<false>(i, y, t, o)),
+                ("fused multiply-add", |op, i, y, t, o| {
+                    op.row_clipped::<true>(i, y, t, o)
                 }),
             ];
             #[cfg(target_arch = "x86_64")]
             {
                 if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
                     // SAFETY: the CPU has AVX2 and FMA.
-                    builds.push(("AVX2", |op, i, y, t, o| unsafe { op.row_avx2_fma(i, y, t, o, op.input_clip != clip::NONE) }));
+                    builds.push(("AVX2", |op, i, y, t, o| unsafe { op.row_avx2_fma(i, y, t, o) }));
                 }
                 if std::arch::is_x86_feature_detected!("avx512f") {
                     // SAFETY: the CPU has AVX-512.
-                    builds.push(("AVX-512", |op, i, y, t, o| unsafe { op.row_avx512(i, y, t, o, op.input_clip != clip::NONE) }));
+                    builds.push(("AVX-512", |op, i, y, t, o| unsafe { op.row_avx512(i, y, t, o) }));
                 }
             }
             for (name, build) in builds {

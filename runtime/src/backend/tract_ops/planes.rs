@@ -258,6 +258,11 @@ pub fn plane_geometry(spec: &PoolSpec, input_shape: &[usize]) -> TractResult<Opt
     Ok(Some((geometry, *shape.n().unwrap_or(&1))))
 }
 
+/// `values` (rows × columns, row-major) transposed: weights laid out for a kernel.
+pub fn transpose(values: &[f32], rows: usize, columns: usize) -> Vec<f32> {
+    (0..rows * columns).map(|i| values[(i % rows) * columns + i / rows]).collect()
+}
+
 /// One bias value per channel from a bias of one value or one per channel; None otherwise.
 pub fn bias_per_channel(bias: &Tensor, channels: usize) -> TractResult<Option<Vec<f32>>> {
     let bias = bias.try_as_plain_ram()?;

@@ -16,6 +16,7 @@ use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 use super::clip;
 use super::fake_quantize::FakeQuantize;
 use super::im2col::Im2col;
+use super::planes::transpose;
 use super::threads;
 
 /// For each block and position p: out[o, p] = bias[o] + Σ_i weights[o, i] · data[i, p], clipped,
@@ -530,17 +531,13 @@ pub fn rule(
     rule_if_some!(output_shape = model.outlet_fact(node.id.into())?.shape.as_concrete());
     let (cin, cout) = (layout.in_channels, layout.out_channels);
     rule_if!(layout.blocks * layout.positions * cin * cout > 0);
-    let expected = if layout.out_channels_first { [cout, cin] } else { [cin, cout] };
-    rule_if!(weights.shape() == expected);
+    let [rows, columns] = if layout.out_channels_first { [cout, cin] } else { [cin, cout] };
+    rule_if!(weights.shape() == [rows, columns]);
     let w = weights.try_as_plain_ram()?;
     let w = w.as_slice::<f32>()?;
     let input_major = input_major(layout.data_channel_last, layout.output_channel_last, layout.positions);
-    let weights = if layout.out_channels_first != input_major {
-        w.to_vec()
-    } else {
-        let (rows, columns) = if input_major { (cout, cin) } else { (cin, cout) };
-        (0..cout * cin).map(|i| w[(i % rows) * columns + i / rows]).collect()
-    };
+    let weights =
+        if layout.out_channels_first != input_major { w.to_vec() } else { transpose(w, rows, columns) };
 
     let (bias, last) =
         bias_after(model, node, &layout, output_shape.len())?.unwrap_or((vec![0.0; cout], node.id));
