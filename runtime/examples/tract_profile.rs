@@ -1,39 +1,37 @@
-//! Where tract's time goes on one model, and what a graph transform changes: each variant's plan
-//! is run in turns with the others (so the machine's drift hits them alike), then its p50 and the
-//! time of each operator kind, summed over the run and divided by the iterations.
+//! Where the `cpu` backend's time goes on one model: each variant's plan, loaded and optimized as
+//! the backend does it (`CpuBackend::optimized`), is run in turns with the others (so the
+//! machine's drift hits them alike), then its p50 and the time of each operator kind, summed over
+//! the run and divided by the iterations.
 //!
-//!     cargo run --release --example tract_profile -- MODEL.onnx [ROUNDS] [VARIANT...]
+//!     cargo run --release --example tract_profile -- MODEL [ROUNDS] [VARIANT...]
 //!
-//! VARIANT is `plain`, `edgert` (edgert's own operators, as the `cpu` backend runs) or the name of
-//! a tract model transform applied after decluttering (e.g. `conv_nhwc`); several may be joined
-//! with `+`. Default: `plain edgert`. `THREADS=N` runs on N threads; `BY_NODE=1` lists each node;
-//! `SIZE=N` feeds an N×N input (default 224).
+//! MODEL is an `.onnx` or a manifest; VARIANT is `plain` (tract's kernels alone,
+//! `EDGERT_CPU_KERNELS=tract`) or `edgert` (the default kernels). Default: `plain edgert`.
+//! `THREADS=N` runs on N threads; `BY_NODE=1` lists each node.
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use edgert::backend::cpu::{CpuBackend, CpuKernels};
 use edgert::backend::tract_ops::threads;
+use edgert::backend::PrepareOptions;
+use edgert::model::{BareModelOptions, Model};
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::plan::{eval, SimpleState};
 
 type Plan = Arc<TypedSimplePlan>;
 
-fn plan(path: &str, variant: &str) -> TractResult<Plan> {
-    let mut model = tract_onnx::onnx().with_ignore_value_info(true).model_for_path(path)?;
-    model.set_input_fact(0, f32::fact([1, 3, side(), side()]).into())?;
-    let mut typed = model.into_typed()?.into_decluttered()?;
-    for name in variant.split('+').filter(|v| *v != "plain") {
-        if name == "edgert" {
-            edgert::backend::tract_ops::rewrite(&mut typed)?;
-            continue;
-        }
-        let transform = tract_onnx::tract_core::transform::get_transform(name)?
-            .ok_or_else(|| anyhow::anyhow!("no tract transform named {name}"))?;
-        transform.transform(&mut typed)?;
-        typed.declutter()?;
-    }
-    typed.into_optimized()?.into_runnable_with_options(&threads::run_options(&pool()))
+fn plan(model: &Model, variant: &str) -> TractResult<Plan> {
+    let kernels = match variant {
+        "plain" => CpuKernels::Tract,
+        "edgert" => CpuKernels::Edgert,
+        other => anyhow::bail!("no variant named {other}: plain or edgert"),
+    };
+    let options = PrepareOptions::default();
+    let typed = CpuBackend::with_kernels(kernels).optimized(model, &options)?.typed;
+    typed.into_runnable_with_options(&threads::run_options(&pool()))
 }
 
 /// THREADS=N runs every plan on one pool of N threads, as `--threads N` does.
@@ -72,11 +70,6 @@ fn profiled_run(
     Ok(())
 }
 
-/// The input's height and width: `SIZE`, else 224 (MobileNet's; YOLOv3-tiny takes 416).
-fn side() -> usize {
-    std::env::var("SIZE").ok().and_then(|s| s.parse().ok()).unwrap_or(224)
-}
-
 fn main() -> TractResult<()> {
     match pool() {
         Some(pool) => pool.install(profile),
@@ -87,7 +80,7 @@ fn main() -> TractResult<()> {
 fn profile() -> TractResult<()> {
     let args: Vec<String> = std::env::args().collect();
     let Some(path) = args.get(1) else {
-        eprintln!("usage: tract_profile MODEL.onnx [ROUNDS] [VARIANT...]");
+        eprintln!("usage: tract_profile MODEL [ROUNDS] [VARIANT...]");
         std::process::exit(2);
     };
     let rounds: usize = args.get(2).map(|r| r.parse().expect("ROUNDS: a number")).unwrap_or(10);
@@ -95,12 +88,14 @@ fn profile() -> TractResult<()> {
     if variants.is_empty() {
         variants = vec!["plain".into(), "edgert".into()];
     }
+    let model = Model::load(Path::new(path), &BareModelOptions::default())?;
+    let shape = model.input_shape(1);
     // A ramp rather than one value, so that the variants' outputs are compared on varied data.
-    let values: Vec<f32> = (0..3 * side() * side()).map(|i| (i % 251) as f32 / 251.0).collect();
-    let input = Tensor::from_shape(&[1, 3, side(), side()], &values)?;
+    let values: Vec<f32> = (0..shape.iter().product()).map(|i| (i % 251) as f32 / 251.0).collect();
+    let input = Tensor::from_shape(&shape, &values)?;
     let mut runs = Vec::new();
     for variant in &variants {
-        let plan = plan(path, variant)?;
+        let plan = plan(&model, variant)?;
         let mut state = SimpleState::new(&plan)?;
         let reference = state.run(tvec!(input.clone().into_tvalue()))?;
         runs.push((variant, state, reference, Vec::new(), BTreeMap::new()));

@@ -62,26 +62,39 @@ impl Backend for CpuBackend {
     }
 
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
-        let invalid = |stage: &str, e: tract_onnx::prelude::TractError| {
-            cannot_run::tract(&model.onnx_path, self.name(), stage, &e)
-        };
-        let TractModel { mut typed, input, outputs } = tract_model::decluttered(model, options, self.name())?;
+        let invalid = |stage: &str, e| cannot_run::tract(&model.onnx_path, self.name(), stage, &e);
         let unusable = |reason| Error::unavailable(self.name(), reason);
-        let edgert_kernels = self.kernels().map_err(unusable)? == CpuKernels::Edgert;
         let panicked = tract_model::inference_panic(&model.onnx_path);
         let pool = tract_ops::threads::pool(options.threads, panicked).map_err(unusable)?;
         let run_options = tract_ops::threads::run_options(&pool);
+        let TractModel { typed, input, outputs } = self.optimized(model, options)?;
         let plan = contained(
+            || typed.into_runnable_with_options(&run_options).map_err(|e| invalid("plan", e)),
+            cannot_run::tract_panic(&model.onnx_path, self.name(), "plan"),
+        )?;
+        Ok(Box::new(TractPrepared::new(Box::new(plan), input, outputs, model).on_pool(pool)))
+    }
+}
+
+impl CpuBackend {
+    /// The model as this backend runs it: decluttered, edgert's operators in where its kernels
+    /// are chosen, optimized. Public so that `examples/tract_profile` times this very graph.
+    pub fn optimized(&self, model: &Model, options: &PrepareOptions) -> Result<TractModel> {
+        let invalid = |stage: &str, e| cannot_run::tract(&model.onnx_path, self.name(), stage, &e);
+        let unusable = |reason| Error::unavailable(self.name(), reason);
+        let edgert_kernels = self.kernels().map_err(unusable)? == CpuKernels::Edgert;
+        let mut decluttered = tract_model::decluttered(model, options, self.name())?;
+        let typed = &mut decluttered.typed;
+        contained(
             || {
                 if edgert_kernels {
-                    tract_ops::rewrite(&mut typed).map_err(|e| invalid("edgert operators", e))?;
+                    tract_ops::rewrite(typed).map_err(|e| invalid("edgert operators", e))?;
                 }
-                typed.optimize().map_err(|e| invalid("optimization", e))?;
-                typed.into_runnable_with_options(&run_options).map_err(|e| invalid("plan", e))
+                typed.optimize().map_err(|e| invalid("optimization", e))
             },
             cannot_run::tract_panic(&model.onnx_path, self.name(), "optimization"),
         )?;
-        Ok(Box::new(TractPrepared::new(Box::new(plan), input, outputs, model).on_pool(pool)))
+        Ok(decluttered)
     }
 }
 

@@ -69,11 +69,16 @@ impl FakeQuantize {
 
     #[inline(always)]
     fn apply_with(&self, values: &mut [f32]) {
-        // The clip is in `lo` and `hi`; a NaN saturates to the low bound.
-        let FakeQuantize { scale, lo, hi, .. } = *self;
         for x in values {
-            *x = round(clip::clamp(*x / scale, (lo, hi))) * scale;
+            *x = self.value(*x);
         }
+    }
+
+    /// One value quantized and dequantized; inlined into the caller's loop, to be vectorized.
+    #[inline(always)]
+    pub(super) fn value(&self, x: f32) -> f32 {
+        // The clip is in `lo` and `hi`; a NaN saturates to the low bound.
+        round(clip::clamp(x / self.scale, (self.lo, self.hi))) * self.scale
     }
 }
 

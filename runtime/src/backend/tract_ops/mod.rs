@@ -14,6 +14,7 @@ mod depthwise;
 mod depthwise_channel_last;
 mod depthwise_kernel;
 mod fake_quantize;
+mod finish;
 mod fold;
 mod im2col;
 mod maxpool;

@@ -15,6 +15,7 @@ use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
 use super::fake_quantize::FakeQuantize;
+use super::finish::{finish, Bias};
 use super::im2col::Im2col;
 use super::planes::transpose;
 use super::threads;
@@ -155,8 +156,9 @@ impl EvalOp for PointwiseConv {
                 on_row_blocks(out, 1, work, |first, columns| {
                     let weights = (&self.weights[first * cin..], 1, cin);
                     let product = Product { m: 1, n: columns.len(), k: cin, a: (data, cin, 1), b: weights };
+                    let bias = Bias::PerChannel(&self.bias[first..][..columns.len()]);
                     product.run(columns, columns.len())?;
-                    self.finish(columns, |c| self.bias[first + c]);
+                    self.finish(columns, bias);
                     Ok(())
                 })?;
             } else if self.output_channel_last {
@@ -175,7 +177,7 @@ impl EvalOp for PointwiseConv {
                         b: (&self.weights, cout, 1),
                     };
                     product.run(rows, cout)?;
-                    rows.chunks_exact_mut(cout).for_each(|row| self.finish(row, |c| self.bias[c]));
+                    self.finish(rows, Bias::PerChannel(&self.bias));
                     Ok(())
                 })?;
             } else {
@@ -258,8 +260,7 @@ impl PointwiseConv {
         let product = Product { m: channels, n: columns.len(), k: cin, a: weights, b: data };
         product.run(&mut rows[columns.start..], positions)?;
         for (c, row) in rows.chunks_exact_mut(positions).enumerate() {
-            let bias = self.bias[first + c];
-            self.finish(&mut row[columns.clone()], |_| bias);
+            self.finish(&mut row[columns.clone()], Bias::Same(self.bias[first + c]));
         }
         Ok(())
     }
@@ -292,8 +293,7 @@ impl PointwiseConv {
                     }
                 }
                 for (c, row) in rows.chunks_exact_mut(positions).enumerate() {
-                    let bias = self.bias[first + block + c];
-                    self.finish(&mut row[at..at + n], |_| bias);
+                    self.finish(&mut row[at..at + n], Bias::Same(self.bias[first + block + c]));
                 }
             }
         }
@@ -307,16 +307,9 @@ impl PointwiseConv {
         op
     }
 
-    /// Adds `bias(i)` to each value `i` of a row of products, clips, then quantizes the row, while
-    /// it is still in cache.
-    fn finish(&self, row: &mut [f32], bias: impl Fn(usize) -> f32) {
-        let (lo, hi) = self.clip;
-        for (i, v) in row.iter_mut().enumerate() {
-            *v = clip::clamp(*v + bias(i), (lo, hi));
-        }
-        for quantize in &self.quantize {
-            quantize.apply(row);
-        }
+    /// Adds the bias to products, clips, then quantizes them, while they are still in cache.
+    fn finish(&self, values: &mut [f32], bias: Bias) {
+        finish(values, bias, self.clip, &self.quantize);
     }
 }
 
