@@ -7,7 +7,8 @@
 //!
 //! MODEL is an `.onnx` or a manifest; VARIANT is `plain` (tract's kernels alone,
 //! `EDGERT_CPU_KERNELS=tract`) or `edgert` (the default kernels). Default: `plain edgert`.
-//! `THREADS=N` runs on N threads; `BY_NODE=1` lists each node.
+//! `THREADS=N` runs on N threads; `BY_NODE=1` lists each node; `INFO=1` prints each of edgert's
+//! operators in the plan with its layout.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -31,6 +32,13 @@ fn plan(model: &Model, variant: &str) -> TractResult<Plan> {
     };
     let options = PrepareOptions::default();
     let typed = CpuBackend::with_kernels(kernels).optimized(model, &options)?.typed;
+    if std::env::var_os("INFO").is_some_and(|v| v == "1") {
+        for node in typed.nodes() {
+            if node.op.name().starts_with("Edgert") {
+                println!("{} {}: {}", node.op.name(), node.name, node.op.info()?.join("; "));
+            }
+        }
+    }
     typed.into_runnable_with_options(&threads::run_options(&pool()))
 }
 

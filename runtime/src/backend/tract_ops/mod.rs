@@ -20,6 +20,7 @@ mod im2col;
 mod maxpool;
 mod planes;
 mod pointwise;
+mod pointwise_narrow;
 #[cfg(test)]
 mod pointwise_tests;
 #[cfg(test)]

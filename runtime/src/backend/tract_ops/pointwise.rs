@@ -18,6 +18,7 @@ use super::fake_quantize::FakeQuantize;
 use super::finish::{finish, Bias};
 use super::im2col::Im2col;
 use super::planes::transpose;
+use super::pointwise_narrow::{Narrow, MAX_CHANNELS};
 use super::threads;
 
 /// For each block and position p: out[o, p] = bias[o] + Σ_i weights[o, i] · data[i, p], clipped,
@@ -145,7 +146,10 @@ impl EvalOp for PointwiseConv {
         let out = out.as_slice_mut::<f32>()?;
         ensure!(out.len() == blocks * out_len, "output holds {} values, not {}", out.len(), blocks * out_len);
         if let Some(im2col) = &self.im2col {
-            self.convolve(im2col, input, out)?;
+            match self.output_channel_last {
+                true => self.convolve_channel_last(im2col, input, out)?,
+                false => self.convolve(im2col, input, out)?,
+            }
             return Ok(tvec!(output.into_tvalue()));
         }
         let work = positions * cin * cout;
@@ -164,6 +168,12 @@ impl EvalOp for PointwiseConv {
             } else if self.output_channel_last {
                 // Rows of positions: data (rows × in) · weightsᵀ (in × out).
                 on_row_blocks(out, cout, work, |first, rows| {
+                    if self.data_channel_last && cout <= MAX_CHANNELS {
+                        let data = &data[first * cin..][..rows.len() / cout * cin];
+                        Narrow { weights: &self.weights, in_channels: cin }.run(data, rows);
+                        self.finish(rows, Bias::PerChannel(&self.bias));
+                        return Ok(());
+                    }
                     let data = if self.data_channel_last {
                         (&data[first * cin..], cin, 1)
                     } else {
@@ -219,6 +229,38 @@ impl PointwiseConv {
             quantize: vec![],
             output_shape: output_shape.into(),
         }
+    }
+
+    /// Each image of `input` through its im2col matrix into channel-last `out`: blocks of output
+    /// rows split between threads, each gathered and multiplied by the thread that takes it, a
+    /// chunk of rows at a time (`CHUNK_VALUES` of the matrix) so that the chunk is read from cache.
+    fn convolve_channel_last(&self, im2col: &Im2col, input: &[f32], out: &mut [f32]) -> TractResult<()> {
+        let (positions, depth, cout, width) =
+            (self.positions, self.in_channels, self.bias.len(), im2col.width());
+        let row = width * cout;
+        let chunk_rows = (CHUNK_VALUES / (depth * width)).max(1);
+        // Zeroed once: `fill` never writes the padding.
+        let mut planes = vec![0.0; im2col.planes_len()];
+        for (image, out) in input.chunks_exact(im2col.image_len()).zip(out.chunks_exact_mut(positions * cout))
+        {
+            im2col.fill(image, &mut planes);
+            let planes = &planes;
+            threads::on_rows(out, row, positions * depth * cout, |first, rows| {
+                let mut matrix = Vec::new();
+                for (i, chunk) in rows.chunks_mut(chunk_rows * row).enumerate() {
+                    let (first, n) = (first + i * chunk_rows, chunk.len() / cout);
+                    matrix.resize(depth * n, 0.0);
+                    im2col.gather(planes, first..first + n / width, &mut matrix);
+                    // Positions × depth (the matrix's transpose) · depth × output channels.
+                    let product =
+                        Product { m: n, n: cout, k: depth, a: (&matrix, 1, n), b: (&self.weights, 1, depth) };
+                    product.run(chunk, cout)?;
+                    self.finish(chunk, Bias::PerChannel(&self.bias));
+                }
+                Ok(())
+            })?;
+        }
+        Ok(())
     }
 
     /// Each image of `input` through its im2col matrix, a band of output rows at a time: the band
@@ -346,6 +388,27 @@ impl TypedOp for PointwiseConv {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
         ensure!(inputs[0].datum_type == f32::datum_type());
         Ok(tvec!(f32::fact(&*self.output_shape)))
+    }
+
+    /// A dense convolution takes the move of its output's channels last (its data stays
+    /// channel-first, as a model's input is); any other change stops at it.
+    fn change_axes(
+        &self,
+        _model: &TypedModel,
+        _node: &TypedNode,
+        io: InOut,
+        change: &AxisOp,
+    ) -> TractResult<Option<AxisChangeConsequence>> {
+        let rank = self.output_shape.len();
+        rule_if!(matches!(io, InOut::Out(0)) && self.im2col.is_some() && !self.output_channel_last);
+        rule_if!(rank >= 3 && *change == AxisOp::Move(rank - 3, rank - 1));
+        let mut output_shape = self.output_shape.clone();
+        change.change_shape_array(&mut output_shape, false)?;
+        let op = PointwiseConv { output_channel_last: true, output_shape, ..self.clone() };
+        Ok(Some(AxisChangeConsequence {
+            substitute_op: Some(Box::new(op)),
+            wire_changes: tvec!((io, change.clone())),
+        }))
     }
 
     as_op!();
