@@ -369,8 +369,9 @@ fn chunk_positions(channels: usize) -> usize {
 const THREADING_WORK: usize = 48 * 48 * 256;
 
 /// Calls `each(first row, block)` on blocks of whole rows (`row` values each) of `out`: one
-/// block per thread of the inference's pool (`--threads`), in a multiple of 8 rows where there
-/// are enough, so that each thread's product keeps full-width kernels; the whole of `out` on one.
+/// block per thread of the inference's pool (`--threads`), as even as rows allow (rounding them
+/// to whole kernels' worth left MobileNetV2's 7 × 7 layers split 32 + 17, benches/RESULTS.md);
+/// the whole of `out` on one.
 fn on_row_blocks(
     out: &mut [f32],
     row: usize,
@@ -379,9 +380,7 @@ fn on_row_blocks(
 ) -> TractResult<()> {
     let rows = out.len() / row;
     let threads = if work >= THREADING_WORK { threads::available() } else { 1 };
-    let per_thread = rows.div_ceil(threads);
-    let per_block = if per_thread >= 8 { per_thread.next_multiple_of(8) } else { per_thread };
-    threads::on_row_blocks(out, row, per_block, each)
+    threads::on_row_blocks(out, row, rows.div_ceil(threads), each)
 }
 
 impl TypedOp for PointwiseConv {
