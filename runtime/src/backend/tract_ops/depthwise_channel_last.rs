@@ -38,7 +38,7 @@ impl ChannelLast<'_> {
     }
 
     /// Output row `y` of `image` (input height × width × channels) into `out` (output width ×
-    /// channels). `taps` is scratch for the taps of pixels at the border, kept between calls.
+    /// channels). `taps` is scratch for the row's taps, kept between calls.
     pub fn row(&self, image: &[f32], y: usize, taps: &mut Vec<Tap>, out: &mut [f32]) {
         // What makes every read and write of `pixels` in bounds: each tap it is given is a
         // pixel of the image and of the kernel, each output pixel one of the row.
@@ -99,33 +99,37 @@ impl ChannelLast<'_> {
         let ([h, w], [kh, kw], [sy, sx], [dy, dx], [top, left]) =
             (g.input, g.kernel, g.stride, g.dilation, g.pad_before);
         let inside = |at: usize, pad: usize, size: usize| at >= pad && at - pad < size;
-        let rows: Vec<(usize, usize)> = (0..kh)
-            .map(|ky| (ky, y * sy + ky * dy))
-            .filter(|&(_, r)| inside(r, top, h))
-            .map(|(ky, r)| (ky, r - top))
-            .collect();
+        // The kernel rows inside the image, with the image row each reads.
+        let rows = || {
+            (0..kh)
+                .map(|ky| (ky, y * sy + ky * dy))
+                .filter(|&(_, r)| inside(r, top, h))
+                .map(|(ky, r)| (ky, r - top))
+        };
         // Columns whose every tap is inside the image read the same taps, shifted: the interior.
+        // Their taps come first in `taps`, then those of one pixel at the border at a time.
         let span = (kw - 1) * dx;
         let first = left.div_ceil(sx);
         let interior = |x: usize| x >= first && x * sx - left + span < w;
-        let mut interior_taps = Vec::with_capacity(rows.len() * kw);
-        for &(ky, iy) in &rows {
+        taps.clear();
+        for (ky, iy) in rows() {
             for kx in 0..kw {
-                interior_taps.push(((ky * kw + kx) * c, (iy * w + kx * dx) * c));
+                taps.push(((ky * kw + kx) * c, (iy * w + kx * dx) * c));
             }
         }
+        let interior_taps = taps.len();
         let pixels = out.len() / c;
         let mut x = 0;
         while x < pixels {
             if x + PIXELS <= pixels && interior(x) && interior(x + PIXELS - 1) {
                 let bases = std::array::from_fn(|j| ((x + j) * sx - left) * c);
-                self.channels_of::<FMA, CLIP, PIXELS>(image, &interior_taps, bases, x, out);
+                self.channels_of::<FMA, CLIP, PIXELS>(image, &taps[..interior_taps], bases, x, out);
                 x += PIXELS;
                 continue;
             }
             // A pixel whose taps reach into the padding reads only those inside.
-            taps.clear();
-            for &(ky, iy) in &rows {
+            taps.truncate(interior_taps);
+            for (ky, iy) in rows() {
                 for kx in 0..kw {
                     let column = x * sx + kx * dx;
                     if inside(column, left, w) {
@@ -133,7 +137,7 @@ impl ChannelLast<'_> {
                     }
                 }
             }
-            self.channels_of::<FMA, CLIP, 1>(image, taps, [0], x, out);
+            self.channels_of::<FMA, CLIP, 1>(image, &taps[interior_taps..], [0], x, out);
             x += 1;
         }
     }
