@@ -6,9 +6,10 @@
 //! layout on either side, so each whose data is then channel-last is asked to make its output
 //! channel-last too, which the additions of residual blocks and the next convolutions follow:
 //! gemm's kernels read channel-last data in order for a channel-last output, and would gather it
-//! for a channel-first one. Operators that cannot follow (edgert's dense convolutions and max
-//! pooling, already swapped in) stop a change, and a change that would reach the model's inputs
-//! or outputs is not made.
+//! for a channel-first one. Operators that cannot follow stop a change: edgert's max pooling, and
+//! its dense convolutions on their input side (already swapped in; their output takes the move,
+//! `PointwiseConv::change_axes`); a change that would reach the model's inputs or outputs is not
+//! made.
 
 use std::collections::HashSet;
 

@@ -1,6 +1,7 @@
-//! Dense 2-D convolutions (3×3 and larger, one group, channel-first): run as a `PointwiseConv`
-//! over an im2col matrix (`im2col::Im2col`), built band by band of output rows; the bias, a ReLU
-//! or ReLU6 and any quantization are folded in as for a 1×1 convolution. Faster than tract's own
+//! Dense 2-D convolutions (3×3 and larger, one group, channel-first input): run as a
+//! `PointwiseConv` over an im2col matrix (`im2col::Im2col`), built band by band of output rows,
+//! writing channel-first or, where the next operator asks, channel-last; the bias, a ReLU or
+//! ReLU6 and any quantization are folded in as for a 1×1 convolution. Faster than tract's own
 //! on YOLOv3-tiny's 3×3 convolutions (benches/RESULTS.md).
 
 use tract_onnx::prelude::*;

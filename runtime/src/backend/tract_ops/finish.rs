@@ -66,7 +66,7 @@ fn each(values: &mut [f32], bias: Bias, step: impl Fn(f32) -> f32) {
     match bias {
         Bias::PerChannel(bias) => {
             debug_assert!(
-                !bias.is_empty() && values.len() % bias.len() == 0,
+                !bias.is_empty() && values.len().is_multiple_of(bias.len()),
                 "rows of {} values",
                 bias.len()
             );

@@ -30,7 +30,10 @@ impl Narrow<'_> {
         // What makes every read and write of `block` in bounds.
         let (cin, cout) = (self.in_channels, self.out_channels());
         assert!(cin > 0 && cout > 0 && self.weights.len() == cin * cout, "weights of {cin} × {cout}");
-        assert!(out.len() % cout == 0 && data.len() == out.len() / cout * cin, "data and output sizes");
+        assert!(
+            out.len().is_multiple_of(cout) && data.len() == out.len() / cout * cin,
+            "data and output sizes"
+        );
         #[cfg(target_arch = "x86_64")]
         if std::arch::is_x86_feature_detected!("avx512f") {
             // SAFETY: the CPU has AVX-512 (and so FMA), checked just above.
