@@ -48,7 +48,9 @@ fn finish_avx512(values: &mut [f32], bias: Bias, clip: (f32, f32), quantize: &[F
 
 #[inline(always)]
 fn finish_with(values: &mut [f32], bias: Bias, clip: (f32, f32), quantize: &[FakeQuantize]) {
-    // No quantize and one are what convolutions have: one loop each, the quantize inlined.
+    // No quantize and one are what convolutions have: one loop each, the quantize inlined. A
+    // loop folding any number of quantizes per value made the compiler leave the one-quantize
+    // case unvectorized too, so more than one take a pass each.
     match quantize {
         [] => each(values, bias, |v| clip::clamp(v, clip)),
         [q] => each(values, bias, |v| q.value(clip::clamp(v, clip))),
