@@ -146,10 +146,7 @@ impl EvalOp for PointwiseConv {
         let out = out.as_slice_mut::<f32>()?;
         ensure!(out.len() == blocks * out_len, "output holds {} values, not {}", out.len(), blocks * out_len);
         if let Some(im2col) = &self.im2col {
-            match self.output_channel_last {
-                true => self.convolve_channel_last(im2col, input, out)?,
-                false => self.convolve(im2col, input, out)?,
-            }
+            self.convolve(im2col, input, out)?;
             return Ok(tvec!(output.into_tvalue()));
         }
         let work = positions * cin * cout;
@@ -231,58 +228,67 @@ impl PointwiseConv {
         }
     }
 
-    /// Each image of `input` through its im2col matrix into channel-last `out`: blocks of output
-    /// rows split between threads, each gathered and multiplied by the thread that takes it, a
-    /// chunk of rows at a time (`CHUNK_VALUES` of the matrix) so that the chunk is read from cache.
-    fn convolve_channel_last(&self, im2col: &Im2col, input: &[f32], out: &mut [f32]) -> TractResult<()> {
-        let (positions, depth, cout, width) =
-            (self.positions, self.in_channels, self.bias.len(), im2col.width());
-        let row = width * cout;
-        let chunk_rows = (CHUNK_VALUES / (depth * width)).max(1);
+    /// Each image of `input` through its im2col matrix into `out`: its planes padded once
+    /// (`Im2col::fill`), then multiplied as the output is laid out.
+    fn convolve(&self, im2col: &Im2col, input: &[f32], out: &mut [f32]) -> TractResult<()> {
         // Zeroed once: `fill` never writes the padding.
         let mut planes = vec![0.0; im2col.planes_len()];
-        for (image, out) in input.chunks_exact(im2col.image_len()).zip(out.chunks_exact_mut(positions * cout))
-        {
+        let mut matrix = Vec::new();
+        let image_out = self.positions * self.bias.len();
+        for (image, out) in input.chunks_exact(im2col.image_len()).zip(out.chunks_exact_mut(image_out)) {
             im2col.fill(image, &mut planes);
-            let planes = &planes;
-            threads::on_rows(out, row, positions * depth * cout, |first, rows| {
-                let mut matrix = Vec::new();
-                for (i, chunk) in rows.chunks_mut(chunk_rows * row).enumerate() {
-                    let (first, n) = (first + i * chunk_rows, chunk.len() / cout);
-                    matrix.resize(depth * n, 0.0);
-                    im2col.gather(planes, first..first + n / width, &mut matrix);
-                    // Positions × depth (the matrix's transpose) · depth × output channels.
-                    let product =
-                        Product { m: n, n: cout, k: depth, a: (&matrix, 1, n), b: (&self.weights, 1, depth) };
-                    product.run(chunk, cout)?;
-                    self.finish(chunk, Bias::PerChannel(&self.bias));
-                }
-                Ok(())
-            })?;
+            match self.output_channel_last {
+                true => self.image_channel_last(im2col, &planes, out)?,
+                false => self.image_channel_first(im2col, &planes, &mut matrix, out)?,
+            }
         }
         Ok(())
     }
 
-    /// Each image of `input` through its im2col matrix, a band of output rows at a time: the band
-    /// gathered, then multiplied into those columns of every output channel (rows split between
-    /// threads as for a 1×1 convolution) and finished there.
-    fn convolve(&self, im2col: &Im2col, input: &[f32], out: &mut [f32]) -> TractResult<()> {
-        let (positions, depth, cout) = (self.positions, self.in_channels, self.bias.len());
-        // Zeroed once: `fill` never writes the padding.
-        let mut planes = vec![0.0; im2col.planes_len()];
-        let mut matrix = Vec::new();
-        for (image, out) in input.chunks_exact(im2col.image_len()).zip(out.chunks_exact_mut(positions * cout))
-        {
-            im2col.fill(image, &mut planes);
-            for rows in im2col.bands() {
-                let (first_position, n) = (rows.start * im2col.width(), rows.len() * im2col.width());
+    /// One image into channel-last `out`: blocks of output rows split between threads, each
+    /// gathered and multiplied by the thread that takes it, a chunk of rows at a time
+    /// (`CHUNK_VALUES` of the matrix) so that the chunk is read from cache.
+    fn image_channel_last(&self, im2col: &Im2col, planes: &[f32], out: &mut [f32]) -> TractResult<()> {
+        let (positions, depth, cout, width) =
+            (self.positions, self.in_channels, self.bias.len(), im2col.width());
+        let row = width * cout;
+        let chunk_rows = (CHUNK_VALUES / (depth * width)).max(1);
+        threads::on_rows(out, row, positions * depth * cout, |first, rows| {
+            let mut matrix = Vec::new();
+            for (i, chunk) in rows.chunks_mut(chunk_rows * row).enumerate() {
+                let (first, n) = (first + i * chunk_rows, chunk.len() / cout);
                 matrix.resize(depth * n, 0.0);
-                im2col.gather(&planes, rows, &mut matrix);
-                on_row_blocks(out, positions, depth * n * cout, |first, block| {
-                    let columns = first_position..first_position + n;
-                    self.channel_first_block(first, block, positions, columns, (&matrix, n, 1))
-                })?;
+                im2col.gather(planes, first..first + n / width, &mut matrix);
+                // Positions × depth (the matrix's transpose) · depth × output channels.
+                let product =
+                    Product { m: n, n: cout, k: depth, a: (&matrix, 1, n), b: (&self.weights, 1, depth) };
+                product.run(chunk, cout)?;
+                self.finish(chunk, Bias::PerChannel(&self.bias));
             }
+            Ok(())
+        })
+    }
+
+    /// One image into channel-first `out`, a band of output rows at a time: the band gathered
+    /// into `matrix`, then multiplied into those columns of every output channel (rows split
+    /// between threads as for a 1×1 convolution) and finished there.
+    fn image_channel_first(
+        &self,
+        im2col: &Im2col,
+        planes: &[f32],
+        matrix: &mut Vec<f32>,
+        out: &mut [f32],
+    ) -> TractResult<()> {
+        let (positions, depth, cout) = (self.positions, self.in_channels, self.bias.len());
+        for rows in im2col.bands() {
+            let (first_position, n) = (rows.start * im2col.width(), rows.len() * im2col.width());
+            matrix.resize(depth * n, 0.0);
+            im2col.gather(planes, rows, matrix);
+            let matrix = &*matrix;
+            on_row_blocks(out, positions, depth * n * cout, |first, block| {
+                let columns = first_position..first_position + n;
+                self.channel_first_block(first, block, positions, columns, (matrix, n, 1))
+            })?;
         }
         Ok(())
     }
