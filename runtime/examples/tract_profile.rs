@@ -47,7 +47,7 @@ fn pool() -> Option<Arc<rayon::ThreadPool>> {
     static POOL: std::sync::OnceLock<Option<Arc<rayon::ThreadPool>>> = std::sync::OnceLock::new();
     let threads = std::env::var("THREADS").ok().and_then(|t| t.parse().ok()).unwrap_or(1);
     POOL.get_or_init(|| {
-        threads::pool(threads, |panic| edgert::Error::Inference {
+        threads::pool(threads, PrepareOptions::default().pinning, |panic| edgert::Error::Inference {
             path: "tract_profile".into(),
             reason: panic,
         })

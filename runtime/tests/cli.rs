@@ -215,6 +215,13 @@ fn bench_writes_a_report_that_validates_against_the_schema() {
     }
     assert_eq!(report["model"]["precision"], "int8-qdq");
     assert_eq!(report["threads"], 2);
+    match common::allowed_cpus()[..] {
+        [a, b, ..] => {
+            assert_eq!(report["pinned_cpus"], serde_json::json!([a, b]));
+            assert!(text.contains(&format!("2 thread(s) pinned to CPUs {a},{b},")), "{text}");
+        }
+        _ => assert!(report["pinned_cpus"].is_null()),
+    }
     let runs = report["runs"].as_array().unwrap();
     assert_eq!(runs.iter().map(|r| r["batch"].as_u64().unwrap()).collect::<Vec<_>>(), vec![1, 2]);
     for run in runs {
@@ -231,6 +238,22 @@ fn bench_writes_a_report_that_validates_against_the_schema() {
     let csv_text = std::fs::read_to_string(&csv).unwrap();
     assert!(csv_text.starts_with("batch,stage,count,"));
     assert_eq!(csv_text.lines().count(), 1 + 2 * 4, "{csv_text}");
+}
+
+#[test]
+fn bench_with_no_pin_leaves_the_threads_to_the_os_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let m = model("digits_mlp_nchw.toml");
+    let flags = ["--threads", "2", "--warmup-ms", "0", "--duration-s", "0.05", "--min-iterations", "3"];
+    let out = edgert(
+        &[&["bench", "-m", m.to_str().unwrap(), "--no-pin", "--json", json.to_str().unwrap()], &flags[..]]
+            .concat(),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("2 thread(s), input"), "{}", stdout(&out));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(report["pinned_cpus"].is_null(), "{}", report["pinned_cpus"]);
 }
 
 #[test]

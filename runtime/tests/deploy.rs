@@ -615,7 +615,8 @@ fn a_thread_sweep_benches_the_cpu_backends_at_each_count_and_gpu_ones_once() {
     assert_eq!(threads("digits_mlp_nchw_gpu-or-cpu_t1.json"), Some(1));
     assert!(!out_dir.join("digits_mlp_nchw_gpu-or-cpu_t2.json").exists(), "a GPU backend runs once");
     let summary = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
-    assert!(summary.contains("| cpu | 2 | single-stream | 1 |"), "{summary}");
+    let two = if allowed_cpus().len() >= 2 { "2 pinned" } else { "2" };
+    assert!(summary.contains(&format!("| cpu | {two} | single-stream | 1 |")), "{summary}");
 
     for bad in ["0", "1,,2", "two", "1,2,"] {
         let dir = tempfile::tempdir().unwrap();
@@ -623,6 +624,42 @@ fn a_thread_sweep_benches_the_cpu_backends_at_each_count_and_gpu_ones_once() {
         let out = command.output().unwrap();
         assert_eq!(out.status.code(), Some(2), "--threads {bad}: {}", text(&out));
         assert!(stderr(&out).contains(&format!("--threads '{bad}'")), "{}", text(&out));
+        assert!(calls(&log).is_empty(), "nothing ran, the clocks untouched");
+    }
+}
+
+#[test]
+fn pin_on_and_off_benches_the_cpu_backends_threads_both_ways() {
+    if !usable("pin_on_and_off_benches_the_cpu_backends_threads_both_ways", &[]) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let good = model("digits_mlp_nchw.toml");
+    let sweep =
+        ["--threads", "1,2", "--pin", "on,off", "--backends", "cpu,gpu-or-cpu", "--duration-s", "0.1"];
+    let (mut command, _, out_dir) = bench_locally(dir.path(), s(&good), &sweep);
+    let out = command.output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let pinned = |name: &str| {
+        let report = std::fs::read_to_string(out_dir.join(name)).unwrap();
+        !serde_json::from_str::<serde_json::Value>(&report).unwrap()["pinned_cpus"].is_null()
+    };
+    assert_eq!(pinned("digits_mlp_nchw_cpu_t2.json"), allowed_cpus().len() >= 2);
+    assert!(!pinned("digits_mlp_nchw_cpu_t2_nopin.json"));
+    for once in ["digits_mlp_nchw_cpu_t1_nopin.json", "digits_mlp_nchw_gpu-or-cpu_t2_nopin.json"] {
+        assert!(!out_dir.join(once).exists(), "{once}: one thread, or not the cpu backend, runs once");
+    }
+    assert!(
+        stderr(&out).contains("bench digits_mlp_nchw_cpu_t2_nopin: batches 1, 2 thread(s), not pinned"),
+        "{}",
+        text(&out)
+    );
+
+    for bad in ["yes", "on,on", "on,off,", "off,"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (mut command, log, _) = bench_locally(dir.path(), s(&good), &["--pin", bad]);
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(2), "--pin {bad}: {}", text(&out));
         assert!(calls(&log).is_empty(), "nothing ran, the clocks untouched");
     }
 }

@@ -290,6 +290,62 @@ fn single_stream_is_the_default_and_reports_p90() {
     assert!(report["peak"].is_null());
 }
 
+/// A server run of `workers` workers of `threads` threads: the CPUs each pool thread could run
+/// on while it ran, sorted, and the report's `pinned_cpus`.
+fn pool_affinities(workers: usize, threads: usize) -> (Vec<Vec<usize>>, Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("w.json");
+    let (model, workers_flag, threads_flag) = (digits(), workers.to_string(), threads.to_string());
+    let mut child = common::command(&[
+        "bench",
+        "--model",
+        &model,
+        "--scenario",
+        "server",
+        "--qps",
+        "200",
+        "--duration-s",
+        "1",
+        "--min-queries",
+        "5",
+        "--workers",
+        &workers_flag,
+        "--threads",
+        &threads_flag,
+        "--force-threads",
+        "--idle-s",
+        "0",
+        "--json",
+        json.to_str().unwrap(),
+    ])
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let affinities = common::pool_affinities(&mut child, workers * threads);
+    assert!(child.wait().unwrap().success());
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    (affinities, report["pinned_cpus"].clone())
+}
+
+/// Each worker's threads pinned to CPUs of their own, a second worker's after the first's, where
+/// this machine lets a process run on that many CPUs; else none pinned (not some).
+#[test]
+fn each_workers_threads_are_pinned_to_cpus_of_their_own_or_none_are() {
+    let cpus = common::allowed_cpus();
+    for (workers, threads) in [(1, 2), (2, 2)] {
+        let n = workers * threads;
+        let (affinities, pinned) = pool_affinities(workers, threads);
+        if cpus.len() >= n {
+            assert_eq!(affinities, cpus[..n].iter().map(|&c| vec![c]).collect::<Vec<_>>());
+            assert_eq!(pinned, serde_json::json!(cpus[..n]));
+        } else {
+            assert_eq!(affinities, vec![cpus.clone(); n]);
+            assert!(pinned.is_null(), "{pinned}");
+        }
+    }
+}
+
 #[test]
 fn multi_stream_sends_a_query_of_n_samples_every_interval() {
     let dir = tempfile::tempdir().unwrap();

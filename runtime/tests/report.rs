@@ -89,28 +89,44 @@ fn compare_calls_a_change_within_the_spread_noise_and_a_larger_one_worse() {
 fn a_thread_sweep_is_told_apart_in_merge_compare_and_plot() {
     let dir = tempfile::tempdir().unwrap();
     let (one, _) = report_on("orin-nano-jp6", "1", dir.path(), "t1.json");
-    let (report, _, _) = bench_on_board(&fixture("orin-nano-jp6"), &["--threads", "2", "--force-threads"]);
+    let (mut report, _, _) =
+        bench_on_board(&fixture("orin-nano-jp6"), &["--threads", "2", "--force-threads"]);
     assert_eq!(report["threads"], 2);
-    let two = dir.path().join("t2.json");
+    // The same run as it reads pinned and not, whatever this machine's CPUs allowed.
+    let (two, unpinned) = (dir.path().join("t2.json"), dir.path().join("t2-unpinned.json"));
+    report["pinned_cpus"] = serde_json::json!([0, 1]);
     std::fs::write(&two, report.to_string()).unwrap();
+    report["pinned_cpus"] = Value::Null;
+    std::fs::write(&unpinned, report.to_string()).unwrap();
 
-    let table = stdout(&edgert(&["report", "merge", arg(&one), arg(&two)]));
+    let table = stdout(&edgert(&["report", "merge", arg(&one), arg(&two), arg(&unpinned)]));
     assert!(table.contains("| backend | threads | scenario | batch |"), "{table}");
     let rows: Vec<&str> = table.lines().filter(|l| l.contains("digits_mlp_nchw")).collect();
     assert!(
         rows[0].contains("| cpu | 1 | single-stream | 1 |")
-            && rows[1].contains("| cpu | 2 | single-stream | 1 |"),
+            && rows[1].contains("| cpu | 2 pinned | single-stream | 1 |")
+            && rows[2].contains("| cpu | 2 | single-stream | 1 |"),
         "{table}"
     );
+    let csv = dir.path().join("sweep.csv");
+    assert!(edgert(&["report", "merge", arg(&two), "--csv", arg(&csv)]).status.success());
+    let csv = std::fs::read_to_string(&csv).unwrap();
+    assert!(csv.contains(",threads,pinned_cpus,") && csv.contains(",2,\"0,1\","), "{csv}");
 
     let text = stdout(&edgert(&["report", "compare", arg(&one), arg(&two)]));
     assert!(text.contains("different thread counts: 1 and 2"), "{text}");
+    let text = stdout(&edgert(&["report", "compare", arg(&unpinned), arg(&two)]));
+    assert!(text.contains("different threads: 2 threads and 2 threads pinned"), "{text}");
 
     let svg = dir.path().join("sweep.svg");
-    let out = edgert(&["report", "plot", arg(&one), arg(&two), "--out", arg(&svg)]);
+    let out = edgert(&["report", "plot", arg(&one), arg(&two), arg(&unpinned), "--out", arg(&svg)]);
     assert!(out.status.success(), "{}", stderr(&out));
     let svg = std::fs::read_to_string(&svg).unwrap();
-    assert!(svg.contains("cpu · 2 threads") && !svg.contains("cpu · 1 threads"), "legend of the sweep");
+    assert!(
+        svg.contains("cpu · 2 threads pinned") && !svg.contains("cpu · 1 threads"),
+        "legend of the sweep"
+    );
+    assert!(svg.contains("cpu · 2 threads, batch 1"), "the unpinned run's own legend");
 }
 
 #[test]

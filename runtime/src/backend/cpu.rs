@@ -65,7 +65,7 @@ impl Backend for CpuBackend {
         let invalid = |stage: &str, e| cannot_run::tract(&model.onnx_path, self.name(), stage, &e);
         let unusable = |reason| Error::unavailable(self.name(), reason);
         let panicked = tract_model::inference_panic(&model.onnx_path);
-        let pool = tract_ops::threads::pool(options.threads, panicked).map_err(unusable)?;
+        let pool = tract_ops::threads::pool(options.threads, options.pinning, panicked).map_err(unusable)?;
         let run_options = tract_ops::threads::run_options(&pool);
         let TractModel { typed, input, outputs } = self.optimized(model, options)?;
         let plan = contained(

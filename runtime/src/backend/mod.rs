@@ -44,11 +44,33 @@ pub struct PrepareOptions {
     pub threads: usize,
     /// The most memory one tensor of the model may take at this batch size.
     pub memory: MemoryLimit,
+    /// Where the `cpu` backend's threads run, when there are two or more.
+    pub pinning: Pinning,
+}
+
+/// Where the `cpu` backend's threads run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pinning {
+    /// One to a CPU: the pool's `n`th thread on the `(first + n)`th of the CPUs this process may
+    /// run on (`taskset`, a container's cpuset), where all its threads fit; else as `Off`.
+    From(usize),
+    /// Wherever the OS scheduler puts them.
+    Off,
+}
+
+impl Pinning {
+    /// The same, `n` CPUs further on: for the next of several pools that are to run side by side.
+    pub fn after(self, n: usize) -> Pinning {
+        match self {
+            Pinning::From(first) => Pinning::From(first.saturating_add(n)),
+            Pinning::Off => Pinning::Off,
+        }
+    }
 }
 
 impl Default for PrepareOptions {
     fn default() -> Self {
-        PrepareOptions { batch: 1, threads: 1, memory: MemoryLimit::of_machine() }
+        PrepareOptions { batch: 1, threads: 1, memory: MemoryLimit::of_machine(), pinning: Pinning::From(0) }
     }
 }
 

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use image::DynamicImage;
 
+use crate::backend::tract_ops::pin;
 use crate::backend::{self, BackendOptions, PrepareOptions};
 use crate::capture::source::SourceOptions;
 use crate::capture::{self, npz::TensorSet, synthetic};
@@ -203,6 +204,7 @@ pub fn run(
             file_bytes,
             weight_bytes,
         },
+        pinned_cpus: if backend.name == "cpu" { pinned_cpus(config) } else { None },
         backend,
         threads: config.prepare.threads,
         input: match (&config.source, &config.input) {
@@ -220,6 +222,17 @@ pub fn run(
         peak,
         warnings,
     })
+}
+
+/// The CPUs the `cpu` backend's threads are pinned to, every worker's in turn (the `i`th
+/// worker's are the `i`th `--threads` of them), or None where they are left to the OS: one
+/// thread, `--no-pin`, or fewer CPUs than all the workers' threads, when none is pinned.
+fn pinned_cpus(config: &BenchConfig) -> Option<Vec<usize>> {
+    let threads = config.prepare.threads;
+    if threads < 2 {
+        return None;
+    }
+    pin::cpus(config.load.workers * threads, config.prepare.pinning).ok().flatten()
 }
 
 /// Single-stream: each batch size in turn, one iteration at a time (or frames from a source).

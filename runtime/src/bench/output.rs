@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use super::report::{BatchRun, BenchReport};
+use super::report::{cpu_list, BatchRun, BenchReport};
 use super::scenario::{self, text::run_title, Kind};
 use crate::metrics::stats::LatencyStats;
 use crate::metrics::telemetry::run::RunTelemetry;
@@ -13,13 +13,17 @@ pub fn text(report: &BenchReport) -> String {
     let mut out = String::new();
     let m = &report.model;
     out += &format!(
-        "model {} ({}, {}, sha256 {}), backend {}, {} thread(s), input {}\n",
+        "model {} ({}, {}, sha256 {}), backend {}, {} thread(s){}, input {}\n",
         m.path,
         m.task,
         m.precision,
         &m.sha256[..12],
         report.backend.name,
         report.threads,
+        report
+            .pinned_cpus
+            .as_ref()
+            .map_or(String::new(), |cpus| format!(" pinned to CPUs {}", cpu_list(cpus))),
         report.input
     );
     let p = &report.provenance;

@@ -21,6 +21,9 @@ pub struct BenchReport {
     pub model: ModelInfo,
     pub backend: BackendInfo,
     pub threads: usize,
+    /// The CPUs the `cpu` backend's threads ran pinned to, in order (every worker's, with
+    /// `--workers`); null where the OS placed them.
+    pub pinned_cpus: Option<Vec<usize>>,
     /// `synthetic` or the input path.
     pub input: String,
     pub settings: Settings,
@@ -30,6 +33,11 @@ pub struct BenchReport {
     /// `--find-peak`: the highest rate found within the latency bound; null otherwise.
     pub peak: Option<PeakReport>,
     pub warnings: Vec<String>,
+}
+
+/// `pinned_cpus` as the text and CSV reports write it: `0,1,2`.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    cpus.iter().map(usize::to_string).collect::<Vec<_>>().join(",")
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::backend::PrepareOptions;
+use crate::backend::{Pinning, PrepareOptions};
 use crate::limits::MemoryLimit;
 
 #[cfg(feature = "ort")]
@@ -25,6 +25,10 @@ pub struct BackendFlags {
     /// Take --threads as given, even past this machine's CPUs.
     #[arg(long)]
     force_threads: bool,
+    /// Leave the `cpu` backend's threads to the OS scheduler rather than pin them one to a CPU
+    /// (the first --threads of those this process may run on: see `taskset`).
+    #[arg(long)]
+    no_pin: bool,
     /// The most memory one input batch or model tensor may take [default: half of this
     /// machine's memory].
     #[arg(long, env = "EDGERT_MAX_MEMORY_MB", value_name = "MB", value_parser = clap::value_parser!(u64).range(1..))]
@@ -48,7 +52,8 @@ impl BackendFlags {
             threads = cpus;
         }
         let memory = self.max_memory_mb.map_or_else(MemoryLimit::of_machine, MemoryLimit::from_mib);
-        PrepareOptions { batch: 1, threads, memory }
+        let pinning = if self.no_pin { Pinning::Off } else { Pinning::From(0) };
+        PrepareOptions { batch: 1, threads, memory, pinning }
     }
 
     /// Whether `--threads` past the CPUs is taken as given.

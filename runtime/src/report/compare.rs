@@ -178,6 +178,12 @@ pub fn compare(before: &BenchFile, after: &BenchFile) -> Comparison {
     }
     if before.threads != after.threads {
         notes.push(format!("different thread counts: {} and {}", before.threads, after.threads));
+    } else if before.threads > 1 && before.pinned_cpus.is_some() != after.pinned_cpus.is_some() {
+        notes.push(format!(
+            "different threads: {} and {}",
+            before.threads_described(),
+            after.threads_described()
+        ));
     }
     let mut changes = Vec::new();
     let mut unmatched = Vec::new();

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use super::doctor::{self, DoctorFile};
 use super::read::{read_json, BenchFile};
+use crate::bench::report::cpu_list;
 use crate::Result;
 
 /// What `report merge` reads: bench reports, and doctor results listed beside them.
@@ -33,6 +34,8 @@ pub struct Row {
     pub precision: String,
     pub backend: String,
     pub threads: usize,
+    /// The CPUs the threads were pinned to (`0,1`); empty where the OS placed them.
+    pub pinned_cpus: String,
     /// `single-stream` for reports before scenarios.
     pub scenario: &'static str,
     pub batch: usize,
@@ -65,6 +68,7 @@ pub fn rows(files: &[BenchFile]) -> Vec<Row> {
                     precision: f.precision.clone(),
                     backend: f.backend.clone(),
                     threads: f.threads,
+                    pinned_cpus: f.pinned_cpus.as_deref().map_or(String::new(), cpu_list),
                     scenario: run.scenario.as_ref().map_or("single-stream", |s| s.name.name()),
                     batch: run.batch,
                     offered_qps: run.scenario.as_ref().and_then(|s| s.offered_qps),
@@ -98,7 +102,7 @@ pub fn markdown(rows: &[Row]) -> String {
             r.model,
             r.precision,
             r.backend,
-            r.threads,
+            if r.pinned_cpus.is_empty() { r.threads.to_string() } else { format!("{} pinned", r.threads) },
             r.scenario,
             r.batch,
             opt(r.offered_qps, 1),

@@ -26,6 +26,9 @@ pub struct BenchFile {
     pub backend: String,
     /// Intra-op threads (`--threads`).
     pub threads: usize,
+    /// The CPUs the `cpu` backend's threads were pinned to; None where the OS placed them (and in
+    /// reports of edgert before pinning, which never pinned).
+    pub pinned_cpus: Option<Vec<usize>>,
     pub runs: Vec<Run>,
     /// `--find-peak`'s result.
     pub peak: Option<PeakReport>,
@@ -75,6 +78,8 @@ struct RawFile {
     model: RawModel,
     backend: RawBackend,
     threads: usize,
+    #[serde(default)]
+    pinned_cpus: Option<Vec<usize>>,
     runs: Vec<Run>,
     #[serde(default)]
     peak: Option<PeakReport>,
@@ -140,6 +145,7 @@ impl BenchFile {
             precision: printable(raw.model.precision),
             backend: printable(raw.backend.name),
             threads: raw.threads,
+            pinned_cpus: raw.pinned_cpus,
             runs: raw.runs,
             peak: raw.peak,
         })
@@ -150,11 +156,18 @@ impl BenchFile {
         Path::new(&self.model).file_stem().map_or(self.model.clone(), |s| s.to_string_lossy().into_owned())
     }
 
-    /// What a legend or a table row calls this report (its threads where more than one, so the
-    /// runs of a thread sweep tell apart).
+    /// What a legend or a table row calls this report (its threads where more than one, and
+    /// whether they were pinned, so the runs of a thread sweep tell apart).
     pub fn label(&self) -> String {
-        let threads = if self.threads > 1 { format!(" · {} threads", self.threads) } else { String::new() };
+        let threads =
+            if self.threads > 1 { format!(" · {}", self.threads_described()) } else { String::new() };
         format!("{} · {} · {}{threads}", self.board, self.model_name(), self.backend)
+    }
+
+    /// `2 threads pinned` or `2 threads`.
+    pub fn threads_described(&self) -> String {
+        let pinned = if self.pinned_cpus.is_some() { " pinned" } else { "" };
+        format!("{} threads{pinned}", self.threads)
     }
 }
 

@@ -235,3 +235,44 @@ pub fn fake_tegrastats(line_file: &str) -> tempfile::TempDir {
 pub fn path_with(dir: &Path) -> String {
     format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default())
 }
+
+/// The CPUs this process may run on (as `taskset -p` shows them), which an edgert started from
+/// here inherits.
+pub fn allowed_cpus() -> Vec<usize> {
+    cpus_allowed(&std::fs::read_to_string("/proc/self/status").unwrap())
+}
+
+/// A /proc status's `Cpus_allowed_list` (`0-3,6`), as a list.
+fn cpus_allowed(status: &str) -> Vec<usize> {
+    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap().trim();
+    list.split(',')
+        .flat_map(|range| {
+            let (first, last) = range.split_once('-').unwrap_or((range, range));
+            first.parse::<usize>().unwrap()..=last.parse::<usize>().unwrap()
+        })
+        .collect()
+}
+
+/// The CPUs each thread of a running edgert's `cpu` pools (`edgert-cpu-N`) may run on, sorted:
+/// the last reading, before it exits, that found `count` of them (pinning follows a thread's
+/// start, so an early one could miss it). Empty if none found that many.
+pub fn pool_affinities(child: &mut std::process::Child, count: usize) -> Vec<Vec<usize>> {
+    let tasks = format!("/proc/{}/task", child.id());
+    let mut last = Vec::new();
+    while child.try_wait().unwrap().is_none() {
+        let mut seen = Vec::new();
+        for task in std::fs::read_dir(&tasks).into_iter().flatten().flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            let status = std::fs::read_to_string(task.path().join("status")).unwrap_or_default();
+            if comm.starts_with("edgert-cpu-") && status.contains("Cpus_allowed_list:") {
+                seen.push(cpus_allowed(&status));
+            }
+        }
+        if seen.len() == count {
+            seen.sort();
+            last = seen;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    last
+}

@@ -18,6 +18,7 @@ mod finish;
 mod fold;
 mod im2col;
 mod maxpool;
+pub mod pin;
 mod planes;
 mod pointwise;
 mod pointwise_narrow;

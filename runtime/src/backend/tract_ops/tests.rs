@@ -55,8 +55,12 @@ pub(super) fn rewritten_agrees(model: &TypedModel, input_shape: &[usize], tolera
 
 /// `f` on a pool of `threads` threads, as an inference with `--threads` runs.
 pub(super) fn on_threads<R: Send>(threads: usize, f: impl FnOnce() -> R + Send) -> R {
-    match super::threads::pool(threads, crate::backend::tract_model::inference_panic("test.onnx".as_ref()))
-        .unwrap()
+    match super::threads::pool(
+        threads,
+        crate::backend::Pinning::From(0),
+        crate::backend::tract_model::inference_panic("test.onnx".as_ref()),
+    )
+    .unwrap()
     {
         Some(pool) => pool.install(f),
         None => f(),

@@ -12,18 +12,20 @@ use rayon::{ThreadPool, ThreadPoolBuilder};
 use tract_onnx::prelude::{TractError, TractResult};
 use tract_onnx::tract_core::runtime::RunOptions;
 
-use crate::backend::Unavailable;
+use super::pin;
+use crate::backend::{Pinning, Unavailable};
 use crate::{panics, Error};
 
 /// Below this many multiply-adds (or values, for an element-wise pass) one thread does the
 /// whole operator: splitting costs more than it saves. tract's own threshold.
 pub(super) const SPLIT_WORK: usize = 32 * 1024;
 
-/// A pool of `threads` threads, or none for one thread (inferences run on the caller's). Its
-/// threads run nothing but parts of inferences, so a panic on one is that inference's, as
-/// `panicked` makes it (`panics::contain_thread`).
+/// A pool of `threads` threads, or none for one thread (inferences run on the caller's), pinned
+/// as `pinning` says (`pin`). Its threads run nothing but parts of inferences, so a panic on one
+/// is that inference's, as `panicked` makes it (`panics::contain_thread`).
 pub fn pool(
     threads: usize,
+    pinning: Pinning,
     panicked: impl Fn(String) -> Error + Clone + Send + Sync + 'static,
 ) -> Result<Option<Arc<ThreadPool>>, Unavailable> {
     if threads < 2 {
@@ -35,6 +37,10 @@ pub fn pool(
         .start_handler(move |_| panics::contain_thread(panicked.clone()))
         .build()
         .map_err(|e| Unavailable::Threads { threads, reason: e.to_string() })?;
+    pin::pin(&pool, pinning).map_err(|reason| Unavailable::Threads {
+        threads,
+        reason: format!("{reason} (--no-pin leaves them to the OS)"),
+    })?;
     Ok(Some(Arc::new(pool)))
 }
 
@@ -156,7 +162,7 @@ mod tests {
 
     #[test]
     fn a_panic_on_a_pool_thread_is_the_inferences_error_and_reaches_the_caller() {
-        let pool = pool(2, failed).unwrap().unwrap();
+        let pool = pool(2, Pinning::From(0), failed).unwrap().unwrap();
         // What the panic hook sees on a pool's thread, which no `contained` call is on.
         let seen =
             |payload: &'static str| panics::contained_error(&payload).map(|e| crate::error::one_line(&e));
@@ -173,14 +179,14 @@ mod tests {
 
     #[test]
     fn one_thread_needs_no_pool() {
-        assert!(pool(1, failed).unwrap().is_none());
-        assert_eq!(pool(3, failed).unwrap().unwrap().current_num_threads(), 3);
+        assert!(pool(1, Pinning::From(0), failed).unwrap().is_none());
+        assert_eq!(pool(3, Pinning::From(0), failed).unwrap().unwrap().current_num_threads(), 3);
     }
 
     #[test]
     fn operators_run_on_one_thread_outside_a_pool_and_on_all_of_it_inside() {
         assert_eq!(available(), 1);
-        let pool = pool(3, failed).unwrap().unwrap();
+        let pool = pool(3, Pinning::From(0), failed).unwrap().unwrap();
         assert_eq!(pool.install(available), 3);
     }
 
@@ -205,7 +211,7 @@ mod tests {
     fn rows_are_split_on_a_pool_above_the_threshold_only() {
         let want: Vec<usize> = (0..10).collect();
         assert_eq!(rows_seen(10, 3, SPLIT_WORK), (want.clone(), 1));
-        let pool = pool(2, failed).unwrap().unwrap();
+        let pool = pool(2, Pinning::From(0), failed).unwrap().unwrap();
         assert_eq!(pool.install(|| rows_seen(10, 3, SPLIT_WORK - 1)), (want.clone(), 1));
         // Four blocks per thread: 8 asked for, so 2 rows a block, and 10 rows make 5.
         assert_eq!(pool.install(|| rows_seen(10, 3, SPLIT_WORK)), (want, 5));
@@ -213,7 +219,7 @@ mod tests {
 
     #[test]
     fn an_error_in_a_block_is_the_operators_error() {
-        let pool = pool(2, failed).unwrap().unwrap();
+        let pool = pool(2, Pinning::From(0), failed).unwrap().unwrap();
         let mut out = vec![0f32; 64];
         let result = pool.install(|| {
             on_row_blocks(&mut out, 8, 2, |first, _| match first {
@@ -243,7 +249,7 @@ mod tests {
 
     #[test]
     fn the_other_threads_take_blocks_when_free_and_are_not_waited_for_when_busy() {
-        let pool = pool(2, failed).unwrap().unwrap();
+        let pool = pool(2, Pinning::From(0), failed).unwrap().unwrap();
         let (threads, once) = workers(&pool, 5);
         assert!(once);
         assert_eq!(threads.len(), 2, "both threads took blocks");

@@ -195,7 +195,7 @@ impl<'a> Context<'a> {
     fn open(&self, sizes: &[usize]) -> Result<Workers<'a>> {
         let started = Instant::now();
         let mut workers = (0..self.config.load.workers)
-            .map(|_| PipelineWorker::open(self.model, self.config, sizes, self.samples))
+            .map(|i| PipelineWorker::open(i, self.model, self.config, sizes, self.samples))
             .collect::<Result<Vec<_>>>()?;
         let load_ms = ms(started.elapsed());
         let mut warmed = None;

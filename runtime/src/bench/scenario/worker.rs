@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::backend::{self, DeviceTiming, PrepareOptions};
+use crate::backend::{self, DeviceTiming, Pinning, PrepareOptions};
 use crate::bench::load::{StageTimes, Worker};
-use crate::bench::{iterate, BenchConfig};
+use crate::bench::{iterate, pinned_cpus, BenchConfig};
 use crate::model::Model;
 use crate::pipeline::{Pipeline, Sample};
 use crate::Result;
@@ -21,17 +21,23 @@ pub struct PipelineWorker<'a> {
 }
 
 impl<'a> PipelineWorker<'a> {
-    /// A pipeline for each of `sizes`, on the configured backend.
+    /// A pipeline for each of `sizes`, on the configured backend; the `index`th worker's threads
+    /// pinned to CPUs of their own, after those of the workers before it (`pinned_cpus`).
     pub fn open(
+        index: usize,
         model: &Model,
         config: &BenchConfig,
         sizes: &[usize],
         samples: &'a [Sample<'a>],
     ) -> Result<Self> {
+        let pinning = match pinned_cpus(config) {
+            Some(_) => config.prepare.pinning.after(index * config.prepare.threads),
+            None => Pinning::Off,
+        };
         let mut pipelines = BTreeMap::new();
         for &batch in sizes {
             let selected = backend::select_with(&config.backend, &config.backend_options)?;
-            let options = PrepareOptions { batch, ..config.prepare };
+            let options = PrepareOptions { batch, pinning, ..config.prepare };
             pipelines.insert(batch, Pipeline::open(model.clone(), selected, options)?);
         }
         Ok(PipelineWorker { pipelines, samples, cursor: 0, device: Vec::new() })
