@@ -260,19 +260,28 @@ fn digits() -> String {
     model("digits_mlp_nchw.toml").display().to_string()
 }
 
-/// A short bench with `extra` flags: the JSON report, checked against the schema, and stdout.
-fn bench(dir: &Path, name: &str, extra: &[&str]) -> (Value, String) {
-    let json = dir.join(name);
-    let model = digits();
-    let mut args = vec!["bench", "--model", &model, "--duration-s", "0.2", "--warmup-ms", "20"];
-    args.extend(["--idle-s", "0", "--json", json.to_str().unwrap()]);
+/// `bench` of the digits model, without idle power, its JSON report into `json`, then `extra`.
+fn bench_args<'a>(model: &'a str, json: &'a Path, extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["bench", "--model", model, "--idle-s", "0", "--json", json.to_str().unwrap()];
     args.extend(extra);
-    let out = edgert(&args);
-    assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    args
+}
+
+/// The JSON report at `json`, checked against the schema.
+fn checked_report(json: &Path) -> Value {
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(json).unwrap()).unwrap();
     let errors: Vec<String> = common::schema().iter_errors(&report).map(|e| e.to_string()).collect();
     assert!(errors.is_empty(), "{errors:?}");
-    (report, stdout(&out))
+    report
+}
+
+/// A short bench with `extra` flags: the JSON report, checked against the schema, and stdout.
+fn bench(dir: &Path, name: &str, extra: &[&str]) -> (Value, String) {
+    let (json, model) = (dir.join(name), digits());
+    let out =
+        edgert(&bench_args(&model, &json, &[&["--duration-s", "0.2", "--warmup-ms", "20"], extra].concat()));
+    assert!(out.status.success(), "{extra:?}: {}", stderr(&out));
+    (checked_report(&json), stdout(&out))
 }
 
 #[test]
@@ -292,40 +301,20 @@ fn single_stream_is_the_default_and_reports_p90() {
 
 /// A server run of `workers` workers of `threads` threads: the CPUs each pool thread could run
 /// on while it ran, sorted, and the report's `pinned_cpus`.
-fn pool_affinities(workers: usize, threads: usize) -> (Vec<Vec<usize>>, Value) {
+fn server_affinities(workers: usize, threads: usize) -> (Vec<Vec<usize>>, Value) {
     let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("w.json");
-    let (model, workers_flag, threads_flag) = (digits(), workers.to_string(), threads.to_string());
-    let mut child = common::command(&[
-        "bench",
-        "--model",
-        &model,
-        "--scenario",
-        "server",
-        "--qps",
-        "200",
-        "--duration-s",
-        "1",
-        "--min-queries",
-        "5",
-        "--workers",
-        &workers_flag,
-        "--threads",
-        &threads_flag,
-        "--force-threads",
-        "--idle-s",
-        "0",
-        "--json",
-        json.to_str().unwrap(),
-    ])
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
+    let (json, model) = (dir.path().join("w.json"), digits());
+    let (workers_flag, threads_flag) = (workers.to_string(), threads.to_string());
+    let server = ["--scenario", "server", "--qps", "200", "--duration-s", "1", "--min-queries", "5"];
+    let pools = ["--workers", &workers_flag, "--threads", &threads_flag, "--force-threads"];
+    let mut child = common::command(&bench_args(&model, &json, &[&server[..], &pools].concat()))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let affinities = common::pool_affinities(&mut child, workers * threads);
     assert!(child.wait().unwrap().success());
-    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
-    (affinities, report["pinned_cpus"].clone())
+    (affinities, checked_report(&json)["pinned_cpus"].clone())
 }
 
 /// Each worker's threads pinned to CPUs of their own, a second worker's after the first's, where
@@ -335,7 +324,7 @@ fn each_workers_threads_are_pinned_to_cpus_of_their_own_or_none_are() {
     let cpus = common::allowed_cpus();
     for (workers, threads) in [(1, 2), (2, 2)] {
         let n = workers * threads;
-        let (affinities, pinned) = pool_affinities(workers, threads);
+        let (affinities, pinned) = server_affinities(workers, threads);
         if cpus.len() >= n {
             assert_eq!(affinities, cpus[..n].iter().map(|&c| vec![c]).collect::<Vec<_>>());
             assert_eq!(pinned, serde_json::json!(cpus[..n]));
