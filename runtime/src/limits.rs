@@ -129,6 +129,15 @@ pub struct OutOfRange {
     pub range: Range,
 }
 
+/// Text from a file cut to a length an error line can hold.
+pub fn clip(text: &str) -> String {
+    const MAX: usize = 40;
+    match text.char_indices().nth(MAX) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_string(),
+    }
+}
+
 /// A number as a person would write it: 2.5, 1e300, 1e-300.
 pub fn short<T: Copy + Into<f64> + fmt::Display + fmt::LowerExp>(value: T) -> String {
     let v: f64 = value.into();

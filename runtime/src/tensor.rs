@@ -139,6 +139,11 @@ impl TensorSpec {
     }
 }
 
+/// `'name' [shape], …` of several tensors, for errors.
+pub fn describe(specs: &[TensorSpec]) -> String {
+    specs.iter().map(|o| format!("'{}' {}", o.name, o.shape_text())).collect::<Vec<_>>().join(", ")
+}
+
 /// An element type a model input may take (`input.dtype`): how a preprocessed f32 value becomes
 /// one, and back.
 pub trait InputElement: Copy + Default + Send + Sync + 'static {

@@ -256,7 +256,7 @@ fn manifest_numbers_that_would_make_nan_scores_are_refused() {
 
 #[test]
 fn yolo_heads_are_checked_against_the_model() {
-    let cases: [(&str, &str, &str); 6] = [
+    let cases: [(&str, &str, &str); 7] = [
         (
             "[[81, 82], [135, 169], [344, 319]]",
             "[[81, 82], [135, 169]]",
@@ -267,6 +267,7 @@ fn yolo_heads_are_checked_against_the_model() {
         ("[[81, 82], [135, 169], [344, 319]]", "[[-81, 82], [135, 169], [344, 319]]", "anchor side of -81"),
         ("confidence = 0.25", "confidence = 1.5", "yolo.confidence = 1.5 is not in [0, 1]"),
         ("iou = 0.45", "iou = nan", "yolo.iou = NaN is not in [0, 1]"),
+        ("output = \"yolo1\"", "output = \"yolo0\"", "yolo head output 'yolo0' is named by two heads"),
     ];
     let photo = image("bus.jpg");
     for (from, to, message) in cases {
@@ -280,7 +281,8 @@ fn yolo_heads_are_checked_against_the_model() {
     // A classifier is no detector.
     let dir = tempfile::tempdir().unwrap();
     let manifest = edited_manifest(dir.path(), "mobilenetv2_fp32.toml", |t| {
-        t.replace("task = \"classification\"", "task = \"yolo\"")
+        let classifier = t.split("[classification]").next().unwrap().to_string();
+        classifier.replace("task = \"classification\"", "task = \"yolo\"")
             + "\n[yolo]\n[[yolo.heads]]\noutput = \"logits\"\nanchors = [[10, 14]]\n"
     });
     let out = edgert(&["run", "-m", s(&manifest), "--input", s(&photo)]);

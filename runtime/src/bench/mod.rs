@@ -101,7 +101,7 @@ impl Inputs {
         let item_shape: Vec<usize> = model.manifest.input.shape[1..].to_vec();
         match path {
             None if model.manifest.image_geometry().is_some()
-                && model.manifest.model.task != crate::model::Task::Raw =>
+                && model.manifest.task.kind() != crate::model::Task::Raw =>
             {
                 Ok(Inputs::Images(vec![synthetic::frame()]))
             }
@@ -197,7 +197,7 @@ pub fn run(
         model: ModelInfo {
             path: model.source_path().display().to_string(),
             sha256: model.sha256.clone(),
-            task: format!("{:?}", model.manifest.model.task).to_lowercase(),
+            task: model.manifest.task.kind().name().to_string(),
             precision: model.precision().name().to_string(),
             input_name: model.manifest.input.name.clone(),
             input_shape: model.input_shape(1),

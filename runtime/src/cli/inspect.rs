@@ -47,6 +47,8 @@ fn text(r: &InspectReport) -> String {
             out += &format!("{kind:<10} {} {} {}\n", s.name, s.dtype, s.shape_text());
         }
     }
+    let format = r.detect_format.map_or(String::new(), |f| format!(", format {f}"));
+    out += &format!("task       {}{format}\n", r.task);
     out += &format!("precision  {}\n", r.precision);
     out += &format!("parameters {} ({})\n", r.parameters, weight_bytes(r));
     out += &format!(

@@ -10,6 +10,7 @@ mod doctor;
 mod info;
 mod inspect;
 mod inspect_engine;
+mod manifest;
 mod measure_args;
 mod monitor;
 mod output_args;
@@ -54,6 +55,8 @@ enum Command {
     Capture(capture::CaptureArgs),
     /// Show a model's inputs, outputs, operators, parameters, MACs, precision and sparsity.
     Inspect(inspect::InspectArgs),
+    /// Write the manifest edgert would use for a bare model, every key commented, to keep or edit.
+    Manifest(manifest::ManifestArgs),
     /// Show the host, board, versions, usable backends, and one reading of power, memory, clocks, temperatures.
     Info(info::InfoArgs),
     /// Show power, memory, clocks, GPU load and temperatures live; optionally serve them to Prometheus.
@@ -76,18 +79,104 @@ struct ModelArgs {
     /// Model manifest (.toml) or bare ONNX file (.onnx).
     #[arg(long, short, value_name = "M")]
     model: PathBuf,
-    /// For a bare .onnx: what its output means (default: classification for [N, C] outputs, else raw).
+    /// For a bare .onnx: what its outputs mean (default: the Ultralytics metadata's task; else
+    /// classification for [N, C] outputs, detect where they fit a detector format, else raw).
     #[arg(long, value_enum)]
     task: Option<Task>,
-    /// For a bare .onnx: class names, one per line.
+    /// For a bare .onnx: class names, one per line (default: the Ultralytics metadata's names).
     #[arg(long, value_name = "FILE")]
     labels: Option<PathBuf>,
+    /// For a bare .onnx whose input size is dynamic: its HEIGHTxWIDTH, or one side for a square
+    /// (default: the Ultralytics metadata's imgsz).
+    #[arg(long, value_name = "HxW", value_parser = parse_imgsz)]
+    imgsz: Option<(usize, usize)>,
+    /// Detectors: the lowest score kept (default: the manifest's, else 0.25).
+    #[arg(long, value_name = "F")]
+    confidence: Option<f32>,
+    /// Detectors: the overlap above which NMS drops the lower-scored box (default: the manifest's).
+    #[arg(long, value_name = "F")]
+    iou: Option<f32>,
+    /// Detectors: the most boxes kept per image (default: the manifest's, else 300).
+    #[arg(long, value_name = "N")]
+    max_det: Option<usize>,
+    /// Detectors: NMS across classes rather than per class.
+    #[arg(long)]
+    agnostic: bool,
 }
 
 impl ModelArgs {
     fn load(&self) -> crate::Result<Model> {
-        warned(Model::load(&self.model, &BareModelOptions { task: self.task, labels: self.labels.clone() }))
+        let bare = BareModelOptions { task: self.task, labels: self.labels.clone(), imgsz: self.imgsz };
+        if self.model.extension().is_some_and(|e| e == "toml") {
+            let given: Vec<&str> = [
+                ("--task", self.task.is_some()),
+                ("--labels", self.labels.is_some()),
+                ("--imgsz", self.imgsz.is_some()),
+            ]
+            .iter()
+            .filter(|(_, given)| *given)
+            .map(|(flag, _)| *flag)
+            .collect();
+            if !given.is_empty() {
+                return Err(crate::Error::Usage(format!(
+                    "{} is for a bare model; {} says them: edit it instead",
+                    given.join(", "),
+                    self.model.display()
+                )));
+            }
+        }
+        let mut model = warned(Model::load(&self.model, &bare))?;
+        self.apply_detect_flags(&mut model)?;
+        Ok(model)
     }
+
+    /// --confidence, --iou, --max-det and --agnostic over the manifest's, checked as it is.
+    fn apply_detect_flags(&self, model: &mut Model) -> crate::Result<()> {
+        use crate::model::TaskSpec;
+        let given =
+            self.confidence.is_some() || self.iou.is_some() || self.max_det.is_some() || self.agnostic;
+        if !given {
+            return Ok(());
+        }
+        match &mut model.manifest.task {
+            TaskSpec::Detect(spec) => {
+                spec.confidence = self.confidence.unwrap_or(spec.confidence);
+                spec.iou = self.iou.unwrap_or(spec.iou);
+                spec.max_det = self.max_det.unwrap_or(spec.max_det);
+                spec.agnostic |= self.agnostic;
+            }
+            TaskSpec::Yolo(spec) if self.max_det.is_none() && !self.agnostic => {
+                spec.confidence = self.confidence.unwrap_or(spec.confidence);
+                spec.iou = self.iou.unwrap_or(spec.iou);
+            }
+            other => {
+                return Err(crate::Error::Usage(format!(
+                    "--confidence, --iou, --max-det and --agnostic are for detectors; {} is a {} model{}",
+                    self.model.display(),
+                    other.kind().name(),
+                    if matches!(other, TaskSpec::Yolo(_)) {
+                        " (which takes --confidence and --iou)"
+                    } else {
+                        ""
+                    }
+                )))
+            }
+        }
+        model.manifest.check_self(model.source_path())
+    }
+}
+
+/// `640`, `480x640`: an input's (height, width).
+fn parse_imgsz(text: &str) -> Result<(usize, usize), String> {
+    let side =
+        |s: &str| s.trim().parse::<usize>().ok().filter(|&v| (1..=crate::frame::MAX_SIDE).contains(&v));
+    let parsed = match text.split_once(['x', 'X']) {
+        Some((h, w)) => side(h).zip(side(w)),
+        None => side(text).map(|s| (s, s)),
+    };
+    parsed.ok_or_else(|| {
+        format!("'{text}' is not HEIGHTxWIDTH or one side, each in [1, {}]", crate::frame::MAX_SIDE)
+    })
 }
 
 /// A model named without task or labels flags (validate, tune): manifests say them.
@@ -138,6 +227,7 @@ pub fn main() -> ExitCode {
         Command::Bench(args) => bench::main(*args),
         Command::Capture(args) => capture::main(args),
         Command::Inspect(args) => inspect::main(args),
+        Command::Manifest(args) => manifest::main(args),
         Command::Info(args) => info::main(args),
         Command::Monitor(args) => monitor::main(args),
         Command::Validate(args) => validate::main(args),

@@ -78,8 +78,8 @@ pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
         return Err(crate::Error::Usage(why.into()).into());
     }
     let mut model = args.model.load()?;
-    if let Some(k) = args.top_k {
-        model.manifest.classification.top_k = k as usize;
+    if let (Some(k), crate::model::TaskSpec::Classification(spec)) = (args.top_k, &mut model.manifest.task) {
+        spec.top_k = k as usize;
     }
     let selected = backend::select_with(&args.backend, &args.backend_flags.options())?;
     if let Some(reason) = &selected.fallback {

@@ -35,6 +35,12 @@ pub struct InspectReport {
     /// `fp32`, `fp16` or `int8-qdq`.
     pub precision: Precision,
     pub sparsity: Sparsity,
+    /// What edgert reads the outputs as: `classification`, `yolo`, `detect` or `raw`.
+    pub task: &'static str,
+    /// For `detect`: the output format recognised or declared (`yolov8`, `end2end`, ...).
+    pub detect_format: Option<&'static str>,
+    /// For a bare model: what edgert assumed or could not decode.
+    pub notes: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -123,7 +129,14 @@ pub fn inspect(model: &Model) -> Result<InspectReport> {
             element_count(t) * element_bytes(t.data_type);
     }
     let weights = Weights::new(path, graph);
+    let detect_format = match &model.manifest.task {
+        crate::model::TaskSpec::Detect(spec) => Some(spec.format.name()),
+        _ => None,
+    };
     Ok(InspectReport {
+        task: model.manifest.task.kind().name(),
+        detect_format,
+        notes: model.notes.clone(),
         schema: SCHEMA,
         path: model.source_path().display().to_string(),
         sha256: model.sha256.clone(),

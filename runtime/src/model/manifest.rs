@@ -10,39 +10,140 @@ use crate::limits::short;
 use crate::tensor::ElementType;
 use crate::{Error, Result};
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// A checked manifest: the model, its one task with that task's settings, input and preprocessing.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(try_from = "ManifestFile")]
 pub struct Manifest {
     pub model: ModelSection,
+    pub task: TaskSpec,
     pub input: InputSection,
-    #[serde(default)]
     pub preprocess: PreprocessSpec,
-    #[serde(default)]
-    pub classification: ClassificationSpec,
-    pub yolo: Option<YoloSpec>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize)]
+/// The manifest as written: `model.task` names the task, and a section of that name holds its
+/// settings. A section of another task is refused rather than ignored.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
+struct ManifestFile {
+    model: ModelFile,
+    input: InputSection,
+    #[serde(default)]
+    preprocess: PreprocessSpec,
+    classification: Option<ClassificationSpec>,
+    yolo: Option<YoloSpec>,
+    detect: Option<DetectSpec>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelFile {
+    file: PathBuf,
+    sha256: String,
+    task: Task,
+    labels: Option<PathBuf>,
+    names: Option<Vec<String>>,
+}
+
+impl TryFrom<ManifestFile> for Manifest {
+    type Error = String;
+
+    fn try_from(f: ManifestFile) -> Result<Manifest, String> {
+        let kind = f.model.task;
+        let sections = [
+            ("classification", f.classification.is_some(), Task::Classification),
+            ("yolo", f.yolo.is_some(), Task::Yolo),
+            ("detect", f.detect.is_some(), Task::Detect),
+        ];
+        if let Some((name, _, _)) = sections.iter().find(|(_, given, task)| *given && *task != kind) {
+            return Err(format!(
+                "[{name}] is the settings of task '{name}', but model.task is '{}'",
+                kind.name()
+            ));
+        }
+        let task = match kind {
+            Task::Classification => TaskSpec::Classification(f.classification.unwrap_or_default()),
+            Task::Yolo => TaskSpec::Yolo(
+                f.yolo.ok_or("task 'yolo' needs a [yolo] section with at least one [[yolo.heads]]")?,
+            ),
+            Task::Detect => {
+                TaskSpec::Detect(f.detect.ok_or("task 'detect' needs a [detect] section with its `format`")?)
+            }
+            Task::Raw => TaskSpec::Raw,
+        };
+        if f.model.labels.is_some() && f.model.names.is_some() {
+            return Err("model.labels and model.names both name the classes: keep one".into());
+        }
+        let model = ModelSection {
+            file: f.model.file,
+            sha256: f.model.sha256,
+            labels: f.model.labels,
+            names: f.model.names,
+        };
+        Ok(Manifest { model, task, input: f.input, preprocess: f.preprocess })
+    }
+}
+
+#[derive(Debug, Clone)]
 pub struct ModelSection {
     /// The ONNX file, relative to the manifest.
     pub file: PathBuf,
     /// Hex sha256 of the file, checked on load.
     pub sha256: String,
-    pub task: Task,
     /// Class names, one per line, relative to the manifest.
     pub labels: Option<PathBuf>,
+    /// Class names in the manifest itself, instead of a `labels` file.
+    pub names: Option<Vec<String>>,
 }
 
+/// What a model's outputs mean, as `model.task` and `--task` name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "kebab-case")]
 pub enum Task {
     /// Scores per class: top-k.
     Classification,
-    /// YOLO head maps: boxes after decoding and NMS.
+    /// Darknet YOLO (v3, v4) anchor head maps: boxes after decoding and NMS.
     Yolo,
+    /// Detector outputs of a known format (YOLOv5 to YOLO26, RT-DETR, SSD, NMS plugins,
+    /// DetectNet_v2): boxes.
+    Detect,
     /// Output tensors as they are.
     Raw,
+}
+
+impl Task {
+    pub fn name(self) -> &'static str {
+        match self {
+            Task::Classification => "classification",
+            Task::Yolo => "yolo",
+            Task::Detect => "detect",
+            Task::Raw => "raw",
+        }
+    }
+}
+
+/// A task with its settings: one per manifest, so no task carries another's section.
+#[derive(Debug, Clone)]
+pub enum TaskSpec {
+    Classification(ClassificationSpec),
+    Yolo(YoloSpec),
+    Detect(DetectSpec),
+    Raw,
+}
+
+impl TaskSpec {
+    pub fn kind(&self) -> Task {
+        match self {
+            TaskSpec::Classification(_) => Task::Classification,
+            TaskSpec::Yolo(_) => Task::Yolo,
+            TaskSpec::Detect(_) => Task::Detect,
+            TaskSpec::Raw => Task::Raw,
+        }
+    }
+
+    /// Whether the outputs become boxes.
+    pub fn detects(&self) -> bool {
+        matches!(self, TaskSpec::Yolo(_) | TaskSpec::Detect(_))
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,8 +172,11 @@ pub enum ResizeMode {
     /// Scale both axes to the input size, ignoring the aspect ratio.
     #[default]
     Stretch,
-    /// Scale to fit, keeping the aspect ratio, and pad the rest with `pad_value`.
+    /// Scale to fit, keeping the aspect ratio, centred, and pad the rest with `pad_value`
+    /// (Ultralytics' letterbox).
     Letterbox,
+    /// As `letterbox`, with the image at the top left and the padding at the right and bottom.
+    LetterboxTopLeft,
     /// Scale the short side to `resize_short_side`, then cut the centre.
     CenterCrop,
     /// The image must already have the input size.
@@ -207,6 +311,161 @@ pub struct YoloHead {
     pub anchors: Vec<[f32; 2]>,
 }
 
+/// Which detector output layout `[detect]` decodes (docs/models.md shows each family's export).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DetectFormat {
+    /// `[N, boxes, 5 + C]`: cx, cy, w, h in input pixels, objectness, C class scores.
+    Yolov5,
+    /// `[N, 4 + C, boxes]`: cx, cy, w, h in input pixels, C class scores (YOLOv8, YOLO11, YOLOv5u).
+    Yolov8,
+    /// `[N, K, 6]`: x1, y1, x2, y2 in input pixels, score, class; no NMS (YOLOv10, YOLO26,
+    /// Ultralytics exports with `nms=True`).
+    End2end,
+    /// `[N, K, 4 + C]`: cx, cy, w, h as fractions of the input, C class scores; no NMS
+    /// (Ultralytics' RT-DETR export).
+    Rtdetr,
+    /// `scores [N, B, C]` with class 0 the background, and `boxes [N, B, 4]`: corners as fractions
+    /// of the input (pytorch-ssd, jetson-inference's SSD-MobileNet).
+    Ssd,
+    /// `num_detections`, `detection_boxes`, `detection_scores`, `detection_classes`: boxes already
+    /// suppressed (TensorRT's EfficientNMS plugin, the TensorFlow Object Detection API).
+    EfficientNms,
+    /// `output_cov/Sigmoid [N, C, h, w]` and `output_bbox/BiasAdd [N, 4C, h, w]`: a grid of
+    /// coverage and box offsets (NVIDIA's DetectNet_v2: PeopleNet, TrafficCamNet, DashCamNet).
+    DetectnetV2,
+}
+
+impl DetectFormat {
+    pub const ALL: [DetectFormat; 7] = [
+        DetectFormat::Yolov5,
+        DetectFormat::Yolov8,
+        DetectFormat::End2end,
+        DetectFormat::Rtdetr,
+        DetectFormat::Ssd,
+        DetectFormat::EfficientNms,
+        DetectFormat::DetectnetV2,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            DetectFormat::Yolov5 => "yolov5",
+            DetectFormat::Yolov8 => "yolov8",
+            DetectFormat::End2end => "end2end",
+            DetectFormat::Rtdetr => "rtdetr",
+            DetectFormat::Ssd => "ssd",
+            DetectFormat::EfficientNms => "efficient-nms",
+            DetectFormat::DetectnetV2 => "detectnet-v2",
+        }
+    }
+
+    /// Whether boxes overlap in the raw output and need non-maximum suppression.
+    pub fn needs_nms(self) -> bool {
+        matches!(
+            self,
+            DetectFormat::Yolov5 | DetectFormat::Yolov8 | DetectFormat::Ssd | DetectFormat::DetectnetV2
+        )
+    }
+}
+
+/// The corner order of boxes given as corners.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BoxOrder {
+    #[default]
+    Xyxy,
+    Yxyx,
+}
+
+/// `[detect]`: the output format and how boxes are kept.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DetectSpec {
+    pub format: DetectFormat,
+    /// The lowest score kept.
+    #[serde(default = "default_confidence")]
+    pub confidence: f32,
+    /// Overlap above which NMS drops the lower-scored box.
+    #[serde(default = "default_iou")]
+    pub iou: f32,
+    /// The most boxes kept per image, best first.
+    #[serde(default = "default_max_det")]
+    pub max_det: usize,
+    /// NMS across classes (one box per place whatever its class) rather than per class.
+    #[serde(default)]
+    pub agnostic: bool,
+    /// `efficient-nms`: corner order of `detection_boxes` (default `xyxy`; TensorFlow's is `yxyx`).
+    pub box_order: Option<BoxOrder>,
+    /// `efficient-nms`: boxes as fractions of the input (TensorFlow) rather than input pixels.
+    pub normalized: Option<bool>,
+    /// `ssd`: the background class, whose scores are not boxes (default 0).
+    pub background_class: Option<usize>,
+    /// `detectnet-v2`: the grid's stride in input pixels (default 16).
+    pub stride: Option<f32>,
+    /// `detectnet-v2`: the box offsets' scale (default 35).
+    pub box_scale: Option<f32>,
+}
+
+pub const MAX_DET_LIMIT: usize = 10_000;
+
+fn default_max_det() -> usize {
+    300
+}
+
+impl DetectSpec {
+    /// A spec for `format` with the defaults.
+    pub fn new(format: DetectFormat) -> DetectSpec {
+        DetectSpec {
+            format,
+            confidence: default_confidence(),
+            iou: default_iou(),
+            max_det: default_max_det(),
+            agnostic: false,
+            box_order: None,
+            normalized: None,
+            background_class: None,
+            stride: None,
+            box_scale: None,
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        check_thresholds("detect", self.confidence, self.iou)?;
+        if !(1..=MAX_DET_LIMIT).contains(&self.max_det) {
+            return Err(format!("detect.max_det = {} is not in [1, {MAX_DET_LIMIT}]", self.max_det));
+        }
+        let format = self.format;
+        let only = |key: &str, given: bool, owner: DetectFormat| {
+            if given && format != owner {
+                Err(format!("detect.{key} is for format '{}', not '{}'", owner.name(), format.name()))
+            } else {
+                Ok(())
+            }
+        };
+        only("box_order", self.box_order.is_some(), DetectFormat::EfficientNms)?;
+        only("normalized", self.normalized.is_some(), DetectFormat::EfficientNms)?;
+        only("background_class", self.background_class.is_some(), DetectFormat::Ssd)?;
+        only("stride", self.stride.is_some(), DetectFormat::DetectnetV2)?;
+        only("box_scale", self.box_scale.is_some(), DetectFormat::DetectnetV2)?;
+        for (key, v) in [("stride", self.stride), ("box_scale", self.box_scale)] {
+            if let Some(v) = v.filter(|v| !(v.is_finite() && (0.1..=1024.0).contains(v))) {
+                return Err(format!("detect.{key} = {} is not in [0.1, 1024]", short(v)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Thresholds are fractions; NaN is not one.
+fn check_thresholds(section: &str, confidence: f32, iou: f32) -> Result<(), String> {
+    for (name, v) in [("confidence", confidence), ("iou", iou)] {
+        if !(0.0..=1.0).contains(&v) {
+            return Err(format!("{section}.{name} = {} is not in [0, 1]", short(v)));
+        }
+    }
+    Ok(())
+}
+
 /// A relative path with no `..`: the manifest's folder or below, as ONNX external data is.
 fn beside_manifest(file: &Path) -> bool {
     use std::path::Component;
@@ -220,9 +479,13 @@ impl YoloSpec {
         if self.heads.is_empty() {
             return Err("[yolo] needs at least one [[yolo.heads]]".into());
         }
-        for (name, v) in [("confidence", self.confidence), ("iou", self.iou)] {
-            if !(0.0..=1.0).contains(&v) {
-                return Err(format!("yolo.{name} = {v} is not in [0, 1]"));
+        check_thresholds("yolo", self.confidence, self.iou)?;
+        for (i, head) in self.heads.iter().enumerate() {
+            if self.heads[..i].iter().any(|h| h.output == head.output) {
+                return Err(format!(
+                    "yolo head output '{}' is named by two heads: each head reads its own",
+                    head.output
+                ));
             }
         }
         for head in &self.heads {
@@ -250,11 +513,26 @@ impl Manifest {
             Error::manifest(path, format!("invalid manifest: {}", crate::error::one_line(&e)))
         })?;
         manifest.check_self(path)?;
+        manifest.check_files(path)?;
         Ok(manifest)
     }
 
+    /// A manifest's files lie in its folder or below it.
+    fn check_files(&self, path: &Path) -> Result<()> {
+        let bad = |reason: String| Err(Error::manifest(path, reason));
+        for (name, file) in
+            [("model.file", Some(&self.model.file)), ("model.labels", self.model.labels.as_ref())]
+        {
+            if file.is_some_and(|f| !beside_manifest(f)) {
+                let file = file.map(|f| f.display().to_string()).unwrap_or_default();
+                return bad(format!("{name} '{file}' must name a file in the manifest's folder or below it"));
+            }
+        }
+        Ok(())
+    }
+
     /// Checks that need nothing but the manifest.
-    fn check_self(&self, path: &Path) -> Result<()> {
+    pub fn check_self(&self, path: &Path) -> Result<()> {
         let bad = |reason: String| Err(Error::manifest(path, reason));
         if self.input.shape.len() < 2 || self.input.shape.iter().skip(1).any(|&d| d == 0) {
             return bad(format!("input.shape {:?} needs a batch and non-zero dimensions", self.input.shape));
@@ -291,25 +569,15 @@ impl Manifest {
                 ));
             }
         }
-        for (name, file) in
-            [("model.file", Some(&self.model.file)), ("model.labels", self.model.labels.as_ref())]
-        {
-            if file.is_some_and(|f| !beside_manifest(f)) {
-                let file = file.map(|f| f.display().to_string()).unwrap_or_default();
-                return bad(format!("{name} '{file}' must name a file in the manifest's folder or below it"));
+        let task = match &self.task {
+            TaskSpec::Yolo(yolo) => yolo.check(),
+            TaskSpec::Detect(detect) => detect.check(),
+            TaskSpec::Classification(c) if c.top_k == 0 => {
+                Err("classification.top_k must be at least 1".into())
             }
-        }
-        match (&self.yolo, self.model.task) {
-            (None, Task::Yolo) => {
-                return bad("task 'yolo' needs a [yolo] section with at least one [[yolo.heads]]".into())
-            }
-            (Some(yolo), _) => yolo.check().map_err(|reason| Error::manifest(path, reason))?,
-            (None, _) => {}
-        }
-        if self.classification.top_k == 0 {
-            return bad("classification.top_k must be at least 1".into());
-        }
-        Ok(())
+            TaskSpec::Classification(_) | TaskSpec::Raw => Ok(()),
+        };
+        task.map_err(|reason| Error::manifest(path, reason))
     }
 
     /// Spatial size (height, width) and channel count of an image input, from shape and layout.

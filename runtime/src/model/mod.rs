@@ -1,27 +1,25 @@
 //! Models: a manifest or a bare `.onnx`, resolved into one checked description.
 
+pub mod bare;
+pub mod detect_format;
 pub mod digest;
 pub mod inspect;
 pub mod manifest;
+pub mod manifest_text;
 pub mod onnx;
 pub mod spec_defaults;
+pub mod ultralytics;
 
 use std::path::{Path, PathBuf};
 
 use tract_onnx::pb;
 
-pub use manifest::{Manifest, Task};
+pub use bare::BareModelOptions;
+pub use manifest::{Manifest, Task, TaskSpec};
 
 use crate::precision::Precision;
-use crate::tensor::{DataType, ElementType, TensorSpec};
+use crate::tensor::{DataType, TensorSpec};
 use crate::{Error, Result};
-
-/// Choices for a bare `.onnx`, which has no manifest to say them.
-#[derive(Debug, Clone, Default)]
-pub struct BareModelOptions {
-    pub task: Option<Task>,
-    pub labels: Option<PathBuf>,
-}
 
 /// A model file, its checked manifest and what the file declares.
 #[derive(Debug, Clone)]
@@ -38,6 +36,8 @@ pub struct Model {
     pub inputs: Vec<TensorSpec>,
     /// What the file declares; empty for an engine until a backend loads it.
     pub outputs: Vec<TensorSpec>,
+    /// For a bare model: what edgert assumed or could not decode (`bare::Described::notes`).
+    pub notes: Vec<String>,
 }
 
 /// File names of serialized TensorRT engines (trtexec's `--saveEngine`, Ultralytics' export).
@@ -61,6 +61,8 @@ impl Model {
             (None, None, path.to_owned())
         };
         let sha256 = digest::sha256_file(&onnx_path)?;
+        let mut notes = Vec::new();
+        let mut names = None;
         let (manifest, proto, inputs, outputs) = if is_engine_file(&onnx_path) {
             let Some(manifest) = manifest else {
                 return Err(Error::input(
@@ -86,7 +88,14 @@ impl Model {
                     check_against_model(mpath, &m, &sha256, &inputs, &outputs)?;
                     m
                 }
-                None => bare_manifest(&onnx_path, &sha256, &inputs, &outputs, bare)?,
+                None => {
+                    let props = proto.metadata_props.iter().map(|p| (p.key.as_str(), p.value.as_str()));
+                    let meta = ultralytics::UltralyticsMeta::from_props(props)
+                        .map_err(|reason| Error::input(&onnx_path, reason))?;
+                    let described = bare::describe(&onnx_path, &sha256, meta, &inputs, &outputs, bare)?;
+                    (notes, names) = (described.notes, described.names);
+                    described.manifest
+                }
             };
             (manifest, Some(std::sync::Arc::new(proto)), inputs, outputs)
         };
@@ -94,8 +103,12 @@ impl Model {
             Some(p) => manifest.model.labels.as_ref().map(|l| p.parent().unwrap_or(Path::new(".")).join(l)),
             None => manifest.model.labels.clone(),
         };
-        let labels = labels_path.map(|p| read_labels(&p)).transpose()?;
-        Ok(Model { manifest_path, onnx_path, sha256, manifest, labels, proto, inputs, outputs })
+        let labels = match (labels_path, &manifest.model.names) {
+            (Some(p), _) => Some(read_labels(&p)?),
+            (None, Some(inline)) => Some(inline.clone()),
+            (None, None) => names,
+        };
+        Ok(Model { manifest_path, onnx_path, sha256, manifest, labels, proto, inputs, outputs, notes })
     }
 
     pub fn is_engine(&self) -> bool {
@@ -157,17 +170,22 @@ impl Model {
     }
 
     /// What is suspicious but not wrong enough to refuse: a labels file whose names do not match
-    /// the classifier's classes.
+    /// the classifier's classes; for a bare model, what edgert assumed or could not decode.
     pub fn warnings(&self) -> Vec<String> {
         let classes = self.outputs.first().and_then(|o| o.shape.last().copied().flatten());
-        match (self.manifest.model.task, &self.labels, classes) {
-            (Task::Classification, Some(labels), Some(classes)) if labels.len() != classes => vec![format!(
-                "{}: the labels name {} classes, the model has {classes}",
-                self.source_path().display(),
-                labels.len()
-            )],
-            _ => Vec::new(),
+        let mut warnings: Vec<String> =
+            self.notes.iter().map(|n| format!("{}: {n}", self.source_path().display())).collect();
+        match (self.manifest.task.kind(), &self.labels, classes) {
+            (Task::Classification, Some(labels), Some(classes)) if labels.len() != classes => {
+                warnings.push(format!(
+                    "{}: the labels name {} classes, the model has {classes}",
+                    self.source_path().display(),
+                    labels.len()
+                ))
+            }
+            _ => {}
         }
+        warnings
     }
 
     /// A display name for class `index`.
@@ -233,7 +251,7 @@ fn check_against_model(
             ),
         ));
     }
-    if let Some(yolo) = &m.yolo {
+    if let TaskSpec::Yolo(yolo) = &m.task {
         for head in &yolo.heads {
             if !outputs.iter().any(|o| o.name == head.output) {
                 return Err(Error::manifest(
@@ -244,86 +262,6 @@ fn check_against_model(
         }
     }
     Ok(())
-}
-
-/// Sensible defaults for a model given without a manifest: the declared input with batch 1,
-/// pixels scaled to 0..1 and stretched, and a task guessed from the output shape.
-fn bare_manifest(
-    path: &Path,
-    sha256: &str,
-    inputs: &[TensorSpec],
-    outputs: &[TensorSpec],
-    bare: &BareModelOptions,
-) -> Result<Manifest> {
-    let [input] = inputs else {
-        return Err(Error::input(
-            path,
-            format!("has {} inputs; edgert runs single-input models", inputs.len()),
-        ));
-    };
-    if input.shape.is_empty() || input.shape.iter().skip(1).any(|d| d.is_none()) {
-        return Err(Error::input(
-            path,
-            format!(
-                "input '{}' has shape {}; give a manifest with a fixed shape",
-                input.name,
-                input.shape_text()
-            ),
-        ));
-    }
-    let dtype = match input.dtype {
-        DataType::Unknown | DataType::F32 => ElementType::F32,
-        DataType::F16 => ElementType::F16,
-        DataType::U8 => ElementType::U8,
-        other => {
-            let reason = format!("input '{}' is {other}; edgert feeds f32, f16 or u8 inputs", input.name);
-            return Err(Error::input(path, reason));
-        }
-    };
-    let shape: Vec<usize> = input.shape.iter().map(|d| d.unwrap_or(1)).collect();
-    let nhwc = shape.len() == 4 && matches!(shape[3], 1 | 3) && !matches!(shape[1], 1 | 3);
-    let channels = match (shape.len(), nhwc) {
-        (4, true) => shape[3],
-        (4, false) => shape[1],
-        _ => 3,
-    };
-    let task = bare.task.unwrap_or(match outputs {
-        [o] if o.shape.len() == 2 => Task::Classification,
-        _ => Task::Raw,
-    });
-    if task == Task::Yolo {
-        return Err(Error::input(path, "task 'yolo' needs a manifest with the anchors of each head"));
-    }
-    let toml = format!(
-        r#"[model]
-file = {file:?}
-sha256 = "{sha256}"
-task = "{task}"
-[input]
-name = {name:?}
-shape = {shape:?}
-layout = "{layout}"
-dtype = "{dtype}"
-[preprocess]
-channels = "{channels}"
-scale = {scale:?}
-"#,
-        file = path.display().to_string(),
-        task = match task {
-            Task::Classification => "classification",
-            _ => "raw",
-        },
-        name = input.name,
-        layout = if nhwc { "nhwc" } else { "nchw" },
-        channels = if channels == 1 { "gray" } else { "rgb" },
-        dtype = dtype.name(),
-        // A u8 input takes pixels as they are.
-        scale = if dtype == ElementType::U8 { 1.0 } else { 1.0 / 255.0 },
-    );
-    let mut manifest: Manifest =
-        toml::from_str(&toml).map_err(|e| Error::input(path, format!("cannot describe model: {e}")))?;
-    manifest.model.labels = bare.labels.clone();
-    Ok(manifest)
 }
 
 fn read_labels(path: &Path) -> Result<Vec<String>> {

@@ -1,12 +1,14 @@
 //! Turning output tensors into answers: classes, boxes, or raw tensors, by the manifest's task.
 
 pub mod classify;
+pub mod detect;
 pub mod nms;
 pub mod yolo;
 
 use serde::Serialize;
 
-use crate::model::{Model, Task};
+use crate::model::manifest::TaskSpec;
+use crate::model::Model;
 use crate::preprocess::Geometry;
 use crate::tensor::{HostTensor, TensorSpec};
 use crate::{Error, Result};
@@ -53,38 +55,70 @@ impl Prediction {
     }
 }
 
-/// Interprets a prepared model's outputs according to its manifest.
+/// Interprets a prepared model's outputs according to its manifest's task.
 pub struct Postprocessor {
-    task: Task,
-    /// For YOLO: which output holds each head.
-    head_outputs: Vec<usize>,
-    input_size: (usize, usize),
+    stage: Stage,
     output_names: Vec<String>,
+}
+
+enum Stage {
+    /// The settings are read from the model at each call: `validate` widens a candidate's top-k.
+    Classify,
+    /// Which output holds each head.
+    Yolo {
+        head_outputs: Vec<usize>,
+        input_size: (usize, usize),
+    },
+    Detect(detect::Decoder),
+    Raw,
 }
 
 impl Postprocessor {
     pub fn new(model: &Model, outputs: &[TensorSpec]) -> Result<Postprocessor> {
-        let task = model.manifest.model.task;
         let output_names: Vec<String> = outputs.iter().map(|o| o.name.clone()).collect();
-        let mut head_outputs = Vec::new();
-        if let (Task::Yolo, Some(yolo)) = (task, &model.manifest.yolo) {
-            for head in &yolo.heads {
-                let index = output_names.iter().position(|n| *n == head.output).ok_or_else(|| {
-                    Error::manifest(
-                        model.source_path(),
-                        format!("yolo head output '{}' is not produced", head.output),
-                    )
-                })?;
-                yolo::check_head(&outputs[index], head.anchors.len())
-                    .map_err(|reason| Error::manifest(model.source_path(), reason))?;
-                head_outputs.push(index);
-            }
-        }
         let (h, w, _) = model.manifest.image_geometry().unwrap_or((0, 0, 0));
-        Ok(Postprocessor { task, head_outputs, input_size: (h, w), output_names })
+        let bad = |reason: String| Error::manifest(model.source_path(), reason);
+        let stage = match &model.manifest.task {
+            TaskSpec::Classification(_) => Stage::Classify,
+            TaskSpec::Yolo(yolo) => {
+                let mut head_outputs = Vec::new();
+                for head in &yolo.heads {
+                    let index = output_names
+                        .iter()
+                        .position(|n| *n == head.output)
+                        .ok_or_else(|| bad(format!("yolo head output '{}' is not produced", head.output)))?;
+                    yolo::check_head(&outputs[index], head.anchors.len()).map_err(bad)?;
+                    head_outputs.push(index);
+                }
+                Stage::Yolo { head_outputs, input_size: (h, w) }
+            }
+            TaskSpec::Detect(spec) => {
+                // A backend that cannot say an output's shape before it runs (ONNX Runtime, for
+                // some graphs) leaves it to what the file declares.
+                let known: Vec<TensorSpec> = outputs
+                    .iter()
+                    .map(|o| match model.outputs.iter().find(|d| d.name == o.name) {
+                        Some(declared) if o.shape.is_empty() => declared.clone(),
+                        _ => o.clone(),
+                    })
+                    .collect();
+                Stage::Detect(detect::Decoder::new(spec, &known, (h, w)).map_err(bad)?)
+            }
+            TaskSpec::Raw => Stage::Raw,
+        };
+        Ok(Postprocessor { stage, output_names })
     }
 
-    /// The prediction for batch item `item`.
+    /// How many classes the outputs hold, where the task says.
+    pub fn classes(&self) -> Option<usize> {
+        match &self.stage {
+            Stage::Detect(decoder) => decoder.classes(),
+            _ => None,
+        }
+    }
+
+    /// The prediction for batch item `item`; a tensor input (no geometry) keeps a detector's
+    /// boxes in input pixels.
     pub fn run(
         &self,
         model: &Model,
@@ -92,9 +126,8 @@ impl Postprocessor {
         item: usize,
         geometry: Option<&Geometry>,
     ) -> Prediction {
-        match (self.task, geometry, &model.manifest.yolo) {
-            (Task::Classification, _, _) => {
-                let spec = &model.manifest.classification;
+        match (&self.stage, &model.manifest.task, geometry) {
+            (Stage::Classify, TaskSpec::Classification(spec), _) => {
                 let scores = classify::top_k(outputs[0].item(item), spec.top_k, spec.softmax);
                 Prediction::Classes(
                     scores
@@ -103,26 +136,36 @@ impl Postprocessor {
                         .collect(),
                 )
             }
-            (Task::Yolo, Some(geometry), Some(spec)) => {
-                let heads: Vec<yolo::HeadMap> = self
-                    .head_outputs
+            (Stage::Yolo { head_outputs, input_size }, TaskSpec::Yolo(spec), Some(geometry)) => {
+                let heads: Vec<yolo::HeadMap> = head_outputs
                     .iter()
                     .zip(&spec.heads)
                     .filter_map(|(&o, head)| yolo::HeadMap::from_tensor(&outputs[o], item, &head.anchors))
                     .collect();
-                Prediction::Boxes(yolo::decode(&heads, spec, self.input_size, geometry, |c| model.label(c)))
+                Prediction::Boxes(yolo::decode(&heads, spec, *input_size, geometry, |c| model.label(c)))
             }
-            _ => Prediction::Raw(
-                outputs
-                    .iter()
-                    .zip(&self.output_names)
-                    .map(|(t, name)| RawOutput {
-                        name: name.clone(),
-                        shape: t.shape.iter().skip(1).copied().collect(),
-                        first_values: t.item(item).iter().take(8).copied().collect(),
-                    })
-                    .collect(),
-            ),
+            (Stage::Detect(decoder), _, geometry) => {
+                let identity = model.manifest.image_geometry().map(|(h, w, _)| Geometry::identity(w, h));
+                match geometry.or(identity.as_ref()) {
+                    Some(g) => Prediction::Boxes(decoder.decode(outputs, item, g, |c| model.label(c))),
+                    None => self.raw(outputs, item),
+                }
+            }
+            _ => self.raw(outputs, item),
         }
+    }
+
+    fn raw(&self, outputs: &[HostTensor], item: usize) -> Prediction {
+        Prediction::Raw(
+            outputs
+                .iter()
+                .zip(&self.output_names)
+                .map(|(t, name)| RawOutput {
+                    name: name.clone(),
+                    shape: t.shape.iter().skip(1).copied().collect(),
+                    first_values: t.item(item).iter().take(8).copied().collect(),
+                })
+                .collect(),
+        )
     }
 }

@@ -63,10 +63,14 @@ pub(super) fn placement(
             return Err(PreprocessError::ResizeNone { frame: (sw, sh), model: (w, h) })
         }
         ResizeMode::None | ResizeMode::Stretch => at(w, h, 0, 0),
-        ResizeMode::Letterbox => {
+        ResizeMode::Letterbox | ResizeMode::LetterboxTopLeft => {
             let s = (w as f64 / sw as f64).min(h as f64 / sh as f64);
             let (nw, nh) = (scaled(sw, s).min(w), scaled(sh, s).min(h));
-            at(nw, nh, -(((w - nw) / 2) as i64), -(((h - nh) / 2) as i64))
+            if spec.resize == ResizeMode::Letterbox {
+                at(nw, nh, -(((w - nw) / 2) as i64), -(((h - nh) / 2) as i64))
+            } else {
+                at(nw, nh, 0, 0)
+            }
         }
         ResizeMode::CenterCrop => {
             let short = spec.resize_short_side.unwrap_or(w.max(h) as u32) as f64;

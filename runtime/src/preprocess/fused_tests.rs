@@ -15,7 +15,12 @@ const FORMATS: [PixelFormat; 5] =
 
 fn recipe() -> impl Strategy<Value = (PreprocessSpec, Layout)> {
     (
-        prop_oneof![Just(ResizeMode::Stretch), Just(ResizeMode::Letterbox), Just(ResizeMode::CenterCrop)],
+        prop_oneof![
+            Just(ResizeMode::Stretch),
+            Just(ResizeMode::Letterbox),
+            Just(ResizeMode::LetterboxTopLeft),
+            Just(ResizeMode::CenterCrop)
+        ],
         prop_oneof![Just(ChannelOrder::Rgb), Just(ChannelOrder::Bgr), Just(ChannelOrder::Gray)],
         prop_oneof![Just(Layout::Nchw), Just(Layout::Nhwc)],
         prop::option::of(1u32..80),

@@ -50,6 +50,19 @@ pub struct Geometry {
 }
 
 impl Geometry {
+    /// An input taken as it is: a `width`×`height` source with no resize.
+    pub fn identity(width: usize, height: usize) -> Geometry {
+        let (w, h) = (width as u32, height as u32);
+        Geometry {
+            source_width: w,
+            source_height: h,
+            scale_x: 1.0,
+            scale_y: 1.0,
+            offset_x: 0.0,
+            offset_y: 0.0,
+        }
+    }
+
     /// Maps a point in model-input pixels back to source-image pixels.
     pub fn to_source(&self, x: f32, y: f32) -> (f32, f32) {
         ((x - self.offset_x) / self.scale_x, (y - self.offset_y) / self.scale_y)

@@ -167,3 +167,20 @@ fn a_plan_refuses_frames_of_another_size_or_format() {
     let err = err.to_string();
     assert!(err.contains("grey 40x40") && err.contains("rgb24 40x40"), "{err}");
 }
+
+/// A top-left letterbox puts the image at the origin and all the border after it, and its
+/// geometry maps back with no offset.
+#[test]
+fn a_top_left_letterbox_pads_right_and_bottom_only() {
+    let s = PreprocessSpec { pad_value: 7, scale: 1.0, ..spec(ResizeMode::LetterboxTopLeft) };
+    let p = preprocessor(s, 8, 8, Layout::Nchw);
+    let mut out = vec![0.0f32; p.item_len()];
+    // 16×6 into 8×8: scale 0.5, the image 8×3 on rows 0..3.
+    let g = p.run_image(&flat([200, 100, 50], 16, 6), &mut out).unwrap();
+    assert_eq!((g.offset_x, g.offset_y, g.scale_x, g.scale_y), (0.0, 0.0, 0.5, 0.5));
+    for (y, row) in out[..64].chunks(8).enumerate() {
+        let want = if y < 3 { 200.0 } else { 7.0 };
+        assert!(row.iter().all(|&v| v == want), "row {y}: {row:?}");
+    }
+    assert_eq!(g.to_source(8.0, 3.0), (16.0, 6.0));
+}

@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::backend::{self, BackendOptions, PrepareOptions};
 use crate::capture;
-use crate::model::{Model, Task};
+use crate::model::{Model, Task, TaskSpec};
 use crate::pipeline::{Pipeline, Sample};
 use crate::postprocess::Prediction;
 use crate::{Error, Result};
@@ -120,14 +120,14 @@ pub fn validate(
     data: &Dataset,
     config: &ValidateConfig,
 ) -> Result<ValidateReport> {
-    let task = reference.manifest.model.task;
-    if candidate.manifest.model.task != task {
+    let task = reference.manifest.task.kind();
+    if candidate.manifest.task.kind() != task {
         return Err(Error::Usage(format!(
-            "{} is a {:?} model but {} is {:?}: nothing to compare",
+            "{} is a {} model but {} is {}: nothing to compare",
             reference.source_path().display(),
-            task,
+            task.name(),
             candidate.source_path().display(),
-            candidate.manifest.model.task
+            candidate.manifest.task.kind().name()
         )));
     }
     if data.is_empty() {
@@ -136,7 +136,9 @@ pub fn validate(
     let mut ref_pipe = open(reference, &config.reference_backend, config)?;
     let mut cand_pipe = open(candidate, &config.candidate_backend, config)?;
     // Top-5 needs five classes from the candidate whatever its manifest says.
-    cand_pipe.model.manifest.classification.top_k = cand_pipe.model.manifest.classification.top_k.max(5);
+    if let TaskSpec::Classification(spec) = &mut cand_pipe.model.manifest.task {
+        spec.top_k = spec.top_k.max(5);
+    }
 
     let labelled = data.labelled() && task == Task::Classification;
     let (mut correct_ref, mut correct_cand, mut agree, mut in_top5) = (0usize, 0usize, 0usize, 0usize);
@@ -200,7 +202,10 @@ pub fn validate(
     let accuracy = |correct: usize| labelled.then_some(correct as f64 / n);
     let (acc_ref, acc_cand) = (accuracy(correct_ref), accuracy(correct_cand));
     let accuracy_drop = acc_ref.zip(acc_cand).map(|(r, c)| if r > 0.0 { (r - c) / r } else { 0.0 });
-    let map50 = (task == Task::Yolo)
+    let map50 = reference
+        .manifest
+        .task
+        .detects()
         .then(|| map::mean_average_precision(&ref_boxes, &cand_boxes, 0.5).unwrap_or(1.0));
     let cosine_mean = cosines.iter().sum::<f64>() / n;
     let (metric, value) = match (accuracy_drop, classifier, map50) {

@@ -1,0 +1,164 @@
+//! Which detector format a model's outputs are in, from their names and shapes and, where the
+//! model has it, its Ultralytics metadata: what a bare model runs as, what `inspect` names, and
+//! what `edgert manifest` writes.
+
+use super::manifest::{BoxOrder, DetectFormat, DetectSpec};
+use super::ultralytics::UltralyticsMeta;
+use crate::tensor::TensorSpec;
+
+/// A recognised format, its settings, and what was guessed rather than known.
+#[derive(Debug, Clone)]
+pub struct Recognised {
+    pub spec: DetectSpec,
+    /// Each a sentence: what the shapes alone could not settle.
+    pub guesses: Vec<String>,
+}
+
+/// The format the outputs fit, if any; `classes` is the number of class names known.
+pub fn recognise(
+    outputs: &[TensorSpec],
+    classes: Option<usize>,
+    meta: Option<&UltralyticsMeta>,
+) -> Option<Recognised> {
+    let named = |part: &str| outputs.iter().find(|o| o.name.to_ascii_lowercase().contains(part));
+    let known = |format| Some(Recognised { spec: DetectSpec::new(format), guesses: Vec::new() });
+    if ["num_detections", "detection_boxes", "detection_scores", "detection_classes"]
+        .iter()
+        .all(|n| named(n).is_some())
+    {
+        let mut spec = DetectSpec::new(DetectFormat::EfficientNms);
+        // TensorFlow's Object Detection API gives `num_detections` as [N] and boxes as normalised
+        // y-first corners; TensorRT's plugin [N, 1] and boxes as the network gave them.
+        let tensorflow = named("num_detections").is_some_and(|o| o.shape.len() == 1);
+        let guess = if tensorflow {
+            spec.box_order = Some(BoxOrder::Yxyx);
+            spec.normalized = Some(true);
+            "num_detections is [N]: read as TensorFlow's boxes, y-first corners as fractions of the input"
+        } else {
+            "boxes read as x-first corners in input pixels, as TensorRT's EfficientNMS gives a YOLO's"
+        };
+        return Some(Recognised { spec, guesses: vec![guess.into()] });
+    }
+    if named("output_cov").is_some() && named("output_bbox").is_some() {
+        return known(DetectFormat::DetectnetV2);
+    }
+    match outputs {
+        [a, b] if ssd_pair(a, b) || ssd_pair(b, a) => known(DetectFormat::Ssd),
+        [o] => single(o, classes, meta),
+        _ => None,
+    }
+}
+
+/// `scores [N, B, C]` beside `boxes [N, B, 4]`.
+fn ssd_pair(scores: &TensorSpec, boxes: &TensorSpec) -> bool {
+    match (&scores.shape[..], &boxes.shape[..]) {
+        ([_, b1, Some(c)], [_, b2, Some(4)]) => b1 == b2 && (*c != 4 || boxes.name.contains("box")),
+        _ => false,
+    }
+}
+
+/// One output `[N, a, b]`: a YOLO's or an RT-DETR's.
+fn single(o: &TensorSpec, classes: Option<usize>, meta: Option<&UltralyticsMeta>) -> Option<Recognised> {
+    let [_, Some(a), Some(b)] = o.shape[..] else { return None };
+    let pick = |format, guess: Option<String>| {
+        Some(Recognised { spec: DetectSpec::new(format), guesses: guess.into_iter().collect() })
+    };
+    let (end2end, rtdetr) = meta.map_or((false, false), |m| (m.end2end, m.is_rtdetr()));
+    if rtdetr {
+        return pick(DetectFormat::Rtdetr, None);
+    }
+    if b == 6 && end2end {
+        return pick(DetectFormat::End2end, None);
+    }
+    match classes {
+        Some(c) if a == 4 + c => pick(DetectFormat::Yolov8, None),
+        Some(c) if b == 5 + c => pick(DetectFormat::Yolov5, None),
+        Some(c) if b == 4 + c => pick(
+            DetectFormat::Rtdetr,
+            Some(format!(
+                "[N, {a}, {b}] read as RT-DETR's {a} queries of 4 + {c} classes, not YOLOv5's (5 + classes)"
+            )),
+        ),
+        _ if b == 6 && a > b => pick(
+            DetectFormat::End2end,
+            Some(format!("[N, {a}, 6] read as {a} boxes already suppressed (x1, y1, x2, y2, score, class)")),
+        ),
+        _ if a < b && a > 4 => pick(
+            DetectFormat::Yolov8,
+            Some(format!("[N, {a}, {b}] read as YOLOv8's {b} boxes of 4 + {} classes", a - 4)),
+        ),
+        _ if b < a && b > 5 => pick(
+            DetectFormat::Yolov5,
+            Some(format!(
+                "[N, {a}, {b}] read as YOLOv5's {a} boxes of 5 + {} classes (RT-DETR's would be 4 + {})",
+                b - 5,
+                b - 4
+            )),
+        ),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::DataType;
+
+    fn out(name: &str, shape: &[usize]) -> TensorSpec {
+        TensorSpec {
+            name: name.into(),
+            shape: shape.iter().map(|&d| Some(d)).collect(),
+            dtype: DataType::F32,
+        }
+    }
+
+    fn format(
+        outputs: &[TensorSpec],
+        classes: Option<usize>,
+        meta: Option<&UltralyticsMeta>,
+    ) -> Option<DetectFormat> {
+        recognise(outputs, classes, meta).map(|r| r.spec.format)
+    }
+
+    #[test]
+    fn each_family_from_its_outputs() {
+        use DetectFormat::*;
+        assert_eq!(format(&[out("output0", &[1, 84, 8400])], Some(80), None), Some(Yolov8));
+        assert_eq!(format(&[out("output0", &[1, 84, 8400])], None, None), Some(Yolov8));
+        assert_eq!(format(&[out("output", &[1, 25200, 85])], Some(80), None), Some(Yolov5));
+        assert_eq!(format(&[out("output0", &[1, 300, 6])], None, None), Some(End2end));
+        assert_eq!(format(&[out("output0", &[1, 300, 84])], Some(80), None), Some(Rtdetr));
+        let ssd = [out("scores", &[1, 3000, 21]), out("boxes", &[1, 3000, 4])];
+        assert_eq!(format(&ssd, None, None), Some(Ssd));
+        let nms = ["num_detections", "detection_boxes", "detection_scores", "detection_classes"];
+        let nms: Vec<TensorSpec> = nms.iter().map(|n| out(n, &[1, 100])).collect();
+        assert_eq!(format(&nms, None, None), Some(EfficientNms));
+        let dn = [out("output_cov/Sigmoid", &[1, 3, 34, 60]), out("output_bbox/BiasAdd", &[1, 12, 34, 60])];
+        assert_eq!(format(&dn, None, None), Some(DetectnetV2));
+    }
+
+    #[test]
+    fn metadata_settles_what_shapes_cannot() {
+        let e2e = UltralyticsMeta { end2end: true, ..Default::default() };
+        let r = recognise(&[out("output0", &[1, 300, 6])], Some(80), Some(&e2e)).unwrap();
+        assert_eq!((r.spec.format, r.guesses.len()), (DetectFormat::End2end, 0));
+        let rtdetr =
+            UltralyticsMeta { description: Some("Ultralytics RT-DETR-l".into()), ..Default::default() };
+        assert_eq!(
+            format(&[out("output0", &[1, 300, 6])], Some(80), Some(&rtdetr)),
+            Some(DetectFormat::Rtdetr)
+        );
+        let guessed = recognise(&[out("output0", &[1, 300, 6])], None, None).unwrap();
+        assert!(guessed.guesses[0].contains("already suppressed"), "{:?}", guessed.guesses);
+    }
+
+    #[test]
+    fn classifiers_segmenters_and_dynamic_shapes_are_none() {
+        assert!(format(&[out("logits", &[1, 1000])], None, None).is_none());
+        assert!(format(&[out("map", &[1, 21, 64, 64])], None, None).is_none());
+        let dynamic =
+            TensorSpec { name: "o".into(), shape: vec![None, Some(84), None], dtype: DataType::F32 };
+        assert!(format(&[dynamic], None, None).is_none());
+        assert!(format(&[out("o", &[1, 4, 4])], None, None).is_none());
+    }
+}

@@ -1,0 +1,73 @@
+//! YOLO outputs with a row of numbers per grid position, before NMS: YOLOv8, YOLO11 and YOLOv5u
+//! `[N, 4 + C, boxes]` (channels first; score = the best class), and the original YOLOv5
+//! `[N, boxes, 5 + C]` (score = objectness × the best class). Boxes are cx, cy, w, h in input
+//! pixels.
+
+use super::{best, corners, output, passes, Candidate};
+use crate::model::manifest::DetectFormat;
+use crate::tensor::{HostTensor, TensorSpec};
+
+/// Ultralytics keeps the 30,000 best candidates for NMS; so does edgert, so that a model whose
+/// every box scores high costs bounded time.
+const MAX_CANDIDATES: usize = 30_000;
+
+#[derive(Debug, Clone)]
+pub struct Dense {
+    index: usize,
+    boxes: usize,
+    pub classes: usize,
+    /// YOLOv8's channels-first rows, or YOLOv5's rows with objectness.
+    channels_first: bool,
+}
+
+impl Dense {
+    pub fn new(format: DetectFormat, outputs: &[TensorSpec]) -> Result<Dense, String> {
+        let (index, dims) = output(outputs, format, None, 3)?;
+        let channels_first = format == DetectFormat::Yolov8;
+        let (rows, boxes, extra) = if channels_first { (dims[0], dims[1], 4) } else { (dims[1], dims[0], 5) };
+        if rows <= extra || boxes == 0 {
+            let wanted = if channels_first { "[N, 4 + classes, boxes]" } else { "[N, boxes, 5 + classes]" };
+            return Err(format!(
+                "format '{}' needs output '{}' as {wanted}, it is [N, {}, {}]",
+                format.name(),
+                outputs[index].name,
+                dims[0],
+                dims[1]
+            ));
+        }
+        Ok(Dense { index, boxes, classes: rows - extra, channels_first })
+    }
+
+    pub fn candidates(&self, outputs: &[HostTensor], item: usize, confidence: f32) -> Vec<Candidate> {
+        let values = outputs[self.index].item(item);
+        let mut found = Vec::new();
+        if self.channels_first {
+            let n = self.boxes;
+            let at = |row: usize, b: usize| values[row * n + b];
+            for b in 0..n {
+                let (class_id, score) = best((0..self.classes).map(|c| at(4 + c, b)));
+                if passes(score, confidence) {
+                    let bbox = corners(at(0, b), at(1, b), at(2, b), at(3, b));
+                    found.push(Candidate { class_id, score, bbox });
+                }
+            }
+        } else {
+            let width = 5 + self.classes;
+            for row in values.chunks_exact(width) {
+                let objectness = row[4];
+                if !passes(objectness, confidence) {
+                    continue;
+                }
+                let (class_id, score) = best(row[5..].iter().map(|&s| s * objectness));
+                if passes(score, confidence) {
+                    found.push(Candidate { class_id, score, bbox: corners(row[0], row[1], row[2], row[3]) });
+                }
+            }
+        }
+        if found.len() > MAX_CANDIDATES {
+            found.select_nth_unstable_by(MAX_CANDIDATES, |a, b| b.score.total_cmp(&a.score));
+            found.truncate(MAX_CANDIDATES);
+        }
+        found
+    }
+}

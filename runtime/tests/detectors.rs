@@ -1,0 +1,308 @@
+//! Detectors from the field, end to end through the binary: Ultralytics exports run bare from
+//! their metadata and find what Ultralytics finds; `edgert manifest` writes what edgert uses;
+//! models and manifests it cannot read are refused in one line.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+
+use common::*;
+use serde_json::Value;
+
+fn detect(name: &str) -> PathBuf {
+    models().join("detect").join(name)
+}
+
+fn reference(name: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(detect(&format!("{name}.json"))).unwrap()).unwrap()
+}
+
+fn iou(a: &[f64], b: &[f64]) -> f64 {
+    let w = (a[2].min(b[2]) - a[0].max(b[0])).max(0.0);
+    let h = (a[3].min(b[3]) - a[1].max(b[1])).max(0.0);
+    let area = |r: &[f64]| (r[2] - r[0]) * (r[3] - r[1]);
+    w * h / (area(a) + area(b) - w * h)
+}
+
+/// The boxes of `edgert run --json` on one image: [x1, y1, x2, y2, score, class].
+fn boxes(model: &Path, image: &Path, extra: &[&str]) -> (Vec<Vec<f64>>, String) {
+    let mut args = vec!["run", "-m", model.to_str().unwrap(), "--input", image.to_str().unwrap(), "--json"];
+    args.extend_from_slice(extra);
+    let out = edgert(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let found = line["prediction"]["boxes"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no boxes: {line}"))
+        .iter()
+        .map(|d| {
+            let b = &d["bbox"];
+            let class = d["class_id"].as_f64().unwrap();
+            assert_eq!(d["label"], format!("class{class}"), "names come from the model's metadata");
+            (0..4).map(|k| b[k].as_f64().unwrap()).chain([d["score"].as_f64().unwrap(), class]).collect()
+        })
+        .collect();
+    (found, stderr(&out))
+}
+
+/// On the image Ultralytics letterboxed itself (nothing left to resize), a bare export finds the
+/// boxes Ultralytics' predictor finds with onnxruntime: the same class at IoU ≥ 0.95 with a score
+/// within 0.01, for at least 95 % of them (tract's and onnxruntime's arithmetic differ in the last
+/// bits, which can move a box across a threshold).
+#[test]
+fn ultralytics_exports_run_bare_and_find_what_ultralytics_finds() {
+    // NMS inside the graph (`nms=True`) is beyond tract: that export runs on ONNX Runtime.
+    let ort = or_skipped(
+        std::env::var("ORT_DYLIB_PATH").ok(),
+        "EDGERT_REQUIRE_ORT",
+        "ultralytics_exports_run_bare_and_find_what_ultralytics_finds (yolov8n_nms on ort)",
+        "ORT_DYLIB_PATH is not set",
+    );
+    let mut runs = vec![("yolov8n", "cpu"), ("yolo11n", "cpu"), ("yolo26n", "cpu")];
+    if ort.is_some() {
+        runs.extend([("yolov8n_nms", "ort"), ("yolov8n", "ort")]);
+    }
+    for (name, backend) in runs {
+        let wanted = reference(name)["detections_on_letterboxed"].as_array().unwrap().clone();
+        assert!(wanted.len() > 10, "{name}: too few reference boxes to compare");
+        let extra = ["--backend", backend];
+        let (found, log) = boxes(&detect(&format!("{name}.onnx")), &detect("bus_letterboxed.png"), &extra);
+        assert!(!log.contains("warning"), "{name}: an Ultralytics export needs no guess: {log}");
+        let matched = wanted
+            .iter()
+            .map(|w| w.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>())
+            .filter(|w| found.iter().any(|f| f[5] == w[5] && (f[4] - w[4]).abs() < 0.01 && iou(f, w) >= 0.95))
+            .count();
+        assert!(
+            matched * 100 >= wanted.len() * 95 && found.len().abs_diff(wanted.len()) * 20 <= wanted.len(),
+            "{name} on {backend}: {matched} of {} reference boxes found, {} boxes in all",
+            wanted.len(),
+            found.len()
+        );
+    }
+}
+
+/// On the photo itself every box lies inside it, and the thresholds given on the command line
+/// hold: fewer boxes at a higher confidence, at most --max-det.
+#[test]
+fn boxes_are_in_source_pixels_and_the_flags_apply() {
+    let model = detect("yolov8n.onnx");
+    let bus = image("bus.jpg");
+    let (all, _) = boxes(&model, &bus, &[]);
+    assert!(!all.is_empty());
+    for b in &all {
+        assert!(b[0] >= 0.0 && b[1] >= 0.0 && b[2] <= 810.0 && b[3] <= 1080.0 && b[0] <= b[2], "{b:?}");
+        assert!(b[4] > 0.25, "{b:?}");
+    }
+    let (confident, _) = boxes(&model, &bus, &["--confidence", "0.6"]);
+    assert!(confident.len() < all.len() && confident.iter().all(|b| b[4] > 0.6), "{}", confident.len());
+    let (few, _) = boxes(&model, &bus, &["--max-det", "3"]);
+    assert_eq!(few.len(), 3);
+    // Across classes, overlapping boxes of different classes go too.
+    let (aware, _) = boxes(&model, &bus, &["--iou", "0.3"]);
+    let (agnostic, _) = boxes(&model, &bus, &["--agnostic", "--iou", "0.3"]);
+    assert!(agnostic.len() < aware.len(), "{} agnostic, {} per class", agnostic.len(), aware.len());
+}
+
+#[test]
+fn inspect_names_the_format_and_manifest_writes_what_edgert_uses() {
+    let model = detect("yolo26n.onnx");
+    let out = edgert(&["inspect", "-m", model.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("task       detect, format end2end"), "{}", stdout(&out));
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&model, dir.path().join("yolo26n.onnx")).unwrap();
+    let written = dir.path().join("yolo26n.toml");
+    let out = edgert(&[
+        "manifest",
+        "-m",
+        dir.path().join("yolo26n.onnx").to_str().unwrap(),
+        "-o",
+        written.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&written).unwrap();
+    for part in [
+        "file = \"yolo26n.onnx\"",
+        "task = \"detect\"",
+        "format = \"end2end\"",
+        "shape = [1, 3, 160, 224]",
+        "resize = \"letterbox\"",
+        "pad_value = 114",
+        "\"class19\"]",
+        "sha256 = \"",
+    ] {
+        assert!(text.contains(part), "{part}: {text}");
+    }
+    // The manifest runs and finds what the bare model finds.
+    let letterboxed = detect("bus_letterboxed.png");
+    let (bare, _) = boxes(&model, &letterboxed, &[]);
+    let (manifested, _) = boxes(&written, &letterboxed, &[]);
+    assert_eq!(bare, manifested);
+    // Edited, it is what runs.
+    std::fs::write(&written, text.replace("max_det = 300", "max_det = 2")).unwrap();
+    assert_eq!(boxes(&written, &letterboxed, &[]).0.len(), 2);
+}
+
+#[test]
+fn a_model_without_metadata_says_what_was_guessed() {
+    let dir = tempfile::tempdir().unwrap();
+    let bare = dir.path().join("plain.onnx");
+    let mut proto = read_proto(&detect("yolov8n.onnx"));
+    proto.metadata_props.clear();
+    write_proto(&bare, &proto);
+    let out = edgert(&[
+        "run",
+        "-m",
+        bare.to_str().unwrap(),
+        "--input",
+        detect("bus_letterboxed.png").to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = stderr(&out);
+    assert!(log.contains("warning") && log.contains("format 'yolov8' from their shapes alone"), "{log}");
+    assert!(log.contains("read as YOLOv8's 735 boxes of 4 + 20 classes"), "{log}");
+    // No names in the file: classes are numbered.
+    assert!(stdout(&out).contains("class "), "{}", stdout(&out));
+    let out = edgert(&["manifest", "-m", bare.to_str().unwrap()]);
+    assert!(stdout(&out).contains("# GUESSED:"), "{}", stdout(&out));
+}
+
+#[test]
+fn an_image_model_whose_outputs_fit_no_format_warns_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let odd = dir.path().join("odd.onnx");
+    let mut proto = read_proto(&detect("yolov8n.onnx"));
+    proto.metadata_props.clear();
+    // The output reshaped to four dimensions fits no detector layout.
+    let graph = proto.graph.as_mut().unwrap();
+    let last = graph.output[0].name.clone();
+    graph.output[0].name = "odd".into();
+    graph.initializer.push(common::graph::int64s("odd_shape", vec![1, 24, 735, 1]));
+    graph.node.push(common::graph::node("Reshape", &[&last, "odd_shape"], "odd", vec![]));
+    graph.output[0] = common::graph::tensor_info("odd", &[1, 24, 735, 1]);
+    write_proto(&odd, &proto);
+    let out = edgert(&["run", "-m", odd.to_str().unwrap(), "--input", image("bus.jpg").to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let log = stderr(&out);
+    assert_eq!(log.matches("warning").count(), 1, "{log}");
+    assert!(
+        log.contains("[1, 24, 735, 1]") && log.contains("yolov8") && log.contains("edgert manifest"),
+        "{log}"
+    );
+    // Told it is a detector, it is refused rather than run raw.
+    fails(
+        &[
+            "run",
+            "-m",
+            odd.to_str().unwrap(),
+            "--task",
+            "detect",
+            "--input",
+            image("bus.jpg").to_str().unwrap(),
+        ],
+        2,
+        &["odd.onnx", "fit no detector format"],
+    );
+}
+
+fn read_proto(path: &Path) -> tract_onnx::pb::ModelProto {
+    use prost::Message;
+    tract_onnx::pb::ModelProto::decode(&*std::fs::read(path).unwrap()).unwrap()
+}
+
+fn write_proto(path: &Path, proto: &tract_onnx::pb::ModelProto) {
+    use prost::Message;
+    std::fs::write(path, proto.encode_to_vec()).unwrap();
+}
+
+/// A copy of yolov8n.onnx in `dir` whose metadata key `key` is `value`.
+fn with_metadata(dir: &Path, key: &str, value: &str) -> PathBuf {
+    let mut proto = read_proto(&detect("yolov8n.onnx"));
+    for p in &mut proto.metadata_props {
+        if p.key == key {
+            p.value = value.into();
+        }
+    }
+    let path = dir.join(format!("meta_{key}.onnx"));
+    write_proto(&path, &proto);
+    path
+}
+
+#[test]
+fn broken_metadata_and_detect_settings_are_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let bus = image("bus.jpg");
+    let bus = bus.to_str().unwrap();
+    let names = with_metadata(dir.path(), "names", "{0: 'a', 0: 'b'}");
+    fails(
+        &["run", "-m", names.to_str().unwrap(), "--input", bus],
+        2,
+        &["meta_names.onnx", "metadata 'names'", "named twice"],
+    );
+    let imgsz = with_metadata(dir.path(), "imgsz", "[99999, 99999]");
+    fails(
+        &["inspect", "-m", imgsz.to_str().unwrap()],
+        2,
+        &["meta_imgsz.onnx", "metadata 'imgsz'", "not in [1, 16384]"],
+    );
+    let model = detect("yolov8n.onnx");
+    let model = model.to_str().unwrap();
+    for (flag, value, wanted) in [
+        ("--max-det", "0", "max_det"),
+        ("--max-det", "1000000000", "max_det"),
+        ("--confidence", "NaN", "confidence"),
+        ("--iou", "1.5", "iou"),
+        ("--imgsz", "0", "--imgsz"),
+    ] {
+        let out = edgert(&["run", "-m", model, "--input", bus, flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.lines().count() == 1 && err.contains(wanted) && !err.contains("panicked"),
+            "{flag} {value}: {err}"
+        );
+    }
+    // A fixed input refuses another size.
+    fails(&["run", "-m", model, "--input", bus, "--imgsz", "320"], 2, &["fixed at [1, 3, 160, 224]"]);
+}
+
+/// A manifest whose [detect] does not fit its model, or that carries another task's section.
+#[test]
+fn manifests_that_contradict_their_model_or_task_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(detect("yolov8n.onnx"), dir.path().join("yolov8n.onnx")).unwrap();
+    let out = edgert(&["manifest", "-m", dir.path().join("yolov8n.onnx").to_str().unwrap()]);
+    let text = stdout(&out);
+    let bus = image("bus.jpg");
+    let cases = [
+        (
+            text.replace("format = \"yolov8\"", "format = \"end2end\""),
+            "format 'end2end' needs output 'output0' as [N, boxes, 6]",
+        ),
+        (text.replace("format = \"yolov8\"", "format = \"ssd\""), "format 'ssd'"),
+        (text.replace("max_det = 300", "max_det = 0"), "detect.max_det = 0 is not in [1, 10000]"),
+        (
+            text.clone() + "\n[yolo]\n[[yolo.heads]]\noutput = \"output0\"\nanchors = [[10, 10]]\n",
+            "[yolo] is the settings of task 'yolo', but model.task is 'detect'",
+        ),
+        (
+            text.replace("task = \"detect\"", "task = \"classification\""),
+            "[detect] is the settings of task 'detect'",
+        ),
+        (
+            text.replace("agnostic = false", "agnostic = false\nbox_order = \"yxyx\""),
+            "detect.box_order is for format 'efficient-nms'",
+        ),
+    ];
+    for (i, (manifest, wanted)) in cases.iter().enumerate() {
+        let path = dir.path().join(format!("case{i}.toml"));
+        std::fs::write(&path, manifest).unwrap();
+        fails(
+            &["run", "-m", path.to_str().unwrap(), "--input", bus.to_str().unwrap()],
+            2,
+            &[&format!("case{i}.toml"), wanted],
+        );
+    }
+}
