@@ -129,8 +129,9 @@ fn json_names(value: &serde_json::Value) -> Result<Vec<String>, String> {
         serde_json::Value::Object(map) => ordered(
             map.iter()
                 .map(|(k, v)| {
-                    let index =
-                        k.parse::<usize>().map_err(|_| format!("key '{}' is not a class index", clip(k)))?;
+                    let index = k
+                        .parse::<usize>()
+                        .map_err(|_| format!("key '{}' is not a class index", crate::limits::clip(k)))?;
                     Ok((
                         index,
                         v.as_str()
@@ -153,10 +154,6 @@ fn json_names(value: &serde_json::Value) -> Result<Vec<String>, String> {
         ),
         _ => Err("not an object of class names".into()),
     }
-}
-
-fn clip(text: &str) -> String {
-    crate::limits::clip(text)
 }
 
 /// A Python dict literal of int keys and string values, as `str(dict)` writes it.

@@ -109,14 +109,6 @@ impl Postprocessor {
         Ok(Postprocessor { stage, output_names })
     }
 
-    /// How many classes the outputs hold, where the task says.
-    pub fn classes(&self) -> Option<usize> {
-        match &self.stage {
-            Stage::Detect(decoder) => decoder.classes(),
-            _ => None,
-        }
-    }
-
     /// The prediction for batch item `item`; a tensor input (no geometry) keeps a detector's
     /// boxes in input pixels.
     pub fn run(
