@@ -19,7 +19,13 @@ documented output layout and NVIDIA's DetectNet_v2 bounding-box parser (DeepStre
 `nvdsinfer_custombboxparser.cpp` arithmetic).
 
 Needs Python with `ultralytics onnx onnxruntime` (torch comes with ultralytics).
-    python3 models/detectors.py --out models/detect --keep-models yolov8n,yolo11n,yolo26n
+    python3 models/detectors.py --out models/detect --keep-models yolov8n,yolo11n,yolo26n,yolov8n_nms
+
+An INT8 variant of a kept model, for `validate` and `tune` to compare with its FP32 original:
+onnxruntime's static quantization (QDQ, per-channel weights), calibrated on the photos in
+`images/` as Ultralytics preprocesses them, with the original's metadata:
+
+    detect/<name>_int8.onnx                 (--int8 yolov8n)
 """
 
 import argparse
@@ -191,6 +197,36 @@ def ultralytics_fixture(name, out_dir, keep, conf, iou, max_det, nc, seed):
     print(f"{name}: {len(detections)} detections, outputs {[v.shape for v in outputs.values()]}")
 
 
+def quantize(out_dir, name):
+    import cv2
+    import onnx
+    from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+    from ultralytics.data.augment import LetterBox
+
+    source = out_dir / f"{name}.onnx"
+    target = out_dir / f"{name}_int8.onnx"
+    photos = sorted(p for p in (HERE / "images").iterdir() if p.suffix in (".jpg", ".png"))
+
+    class Photos(CalibrationDataReader):
+        def __init__(self):
+            self.batches = iter([
+                {"images": (LetterBox(IMGSZ, auto=False)(image=cv2.imread(str(p)))[..., ::-1]
+                            .transpose(2, 0, 1)[None].astype(np.float32) / 255.0).copy()}
+                for p in photos
+            ])
+
+        def get_next(self):
+            return next(self.batches, None)
+
+    quantize_static(str(source), str(target), Photos(), quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    original, quantized = onnx.load(str(source)), onnx.load(str(target))
+    del quantized.metadata_props[:]
+    quantized.metadata_props.extend(original.metadata_props)
+    onnx.save(quantized, str(target))
+    print(f"{target.name}: calibrated on {len(photos)} photos, {target.stat().st_size} bytes")
+
+
 def save_json(path, value):
     path.write_text(json.dumps(value, indent=1) + "\n")
 
@@ -340,6 +376,7 @@ def main():
     parser.add_argument("--out", type=Path, default=HERE / "detect")
     parser.add_argument("--only", default=",".join(list(FAMILIES) + ["ssd", "efficient-nms", "detectnet-v2"]))
     parser.add_argument("--keep-models", default="", help="families whose ONNX file is kept")
+    parser.add_argument("--int8", default="", help="kept models to quantize to <name>_int8.onnx")
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     only = args.only.split(",")
@@ -347,6 +384,8 @@ def main():
     for seed, name in enumerate(FAMILIES):
         if name in only:
             ultralytics_fixture(name, args.out, name in keep, 0.25, 0.7, 300, 20, seed)
+    for name in filter(None, args.int8.split(",")):
+        quantize(args.out, name)
     rng = np.random.default_rng(7)
     source = (810, 1080)
     if "ssd" in only:

@@ -306,3 +306,35 @@ fn manifests_that_contradict_their_model_or_task_are_refused() {
         );
     }
 }
+
+/// `bench` on a bare detector preprocesses a real picture and times the decoding as its own stage.
+#[test]
+fn bench_times_a_detector_s_preprocessing_and_decoding() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("bench.json");
+    let model = detect("yolov8n.onnx");
+    let out = edgert(&[
+        "bench",
+        "-m",
+        model.to_str().unwrap(),
+        "--input",
+        image("bus.jpg").to_str().unwrap(),
+        "--duration-s",
+        "0",
+        "--min-iterations",
+        "3",
+        "--warmup-ms",
+        "0",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(report["model"]["task"], "detect", "{report}");
+    let stages = &report["runs"][0]["stages"];
+    for stage in ["preprocess", "postprocess"] {
+        let p50 = stages[stage]["p50_ms"].as_f64().unwrap_or(0.0);
+        // A 810×1080 photo letterboxed into 160×224, and 735 boxes decoded: neither is free.
+        assert!(p50 > 0.0, "{stage}: {stages}");
+    }
+}

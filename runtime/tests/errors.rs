@@ -374,8 +374,23 @@ fn an_engine_runs_only_on_tensorrt_and_inspect_reads_it_through_tensorrt() {
     fails(
         &["bench", "--model", s(&dir.path().join("digits.engine"))],
         2,
-        &["digits.engine: a TensorRT engine needs a manifest"],
+        &["digits.engine: is a TensorRT engine whose file has no Ultralytics header: it needs a manifest"],
     );
+    // An Ultralytics header lacking what a bare run needs, or broken.
+    let cases = [
+        (r#"{"task": "detect", "batch": 1}"#, "header has no 'imgsz'"),
+        (r#"{"task": "detect", "imgsz": [0, 640]}"#, "metadata 'imgsz'"),
+        (r#"{"task": "detect", "imgsz": 640, "batch": 0}"#, "metadata 'batch'"),
+        (r#"{"task": "detect", "imgsz": 640, "names": {"a": "b"}}"#, "metadata 'names'"),
+        (r#"{"producer": "someone"}"#, "header is not Ultralytics metadata"),
+    ];
+    for (json, wanted) in cases {
+        let mut bytes = (json.len() as u32).to_le_bytes().to_vec();
+        bytes.extend_from_slice(json.as_bytes());
+        bytes.extend_from_slice(b"plan");
+        std::fs::write(dir.path().join("header.engine"), bytes).unwrap();
+        fails(&["bench", "--model", s(&dir.path().join("header.engine"))], 2, &["header.engine: ", wanted]);
+    }
     // The manifest's sha256 guards an engine as it guards an ONNX file.
     std::fs::write(dir.path().join("digits.engine"), b"another engine").unwrap();
     fails(&["run", "--model", s(&m), "--input", s(&chelsea())], 2, &["sha256 of digits.engine is"]);

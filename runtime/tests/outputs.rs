@@ -34,14 +34,16 @@ fn previewing(args: &[&str]) -> (Child, BufReader<ChildStderr>, String) {
 }
 
 /// One frame of `photo` through `manifest`, drawn as PNG into `dir`: the prediction and the image.
-fn annotated(manifest: &str, photo: &str, dir: &Path) -> (Value, image::RgbImage, Value) {
+fn annotated(manifest: &str, photo: &str, dir: &Path, extra: &[&str]) -> (Value, image::RgbImage, Value) {
     let manifest = model(manifest).display().to_string();
     let source = format!("file:{}", image(photo).display());
     let output = format!("dir:{}?format=png", dir.display());
-    let out = edgert(&[
+    let mut args = vec![
         "run", "-m", &manifest, "--source", &source, "--frames", "1", "--drop", "none", "--output", &output,
         "--json",
-    ]);
+    ];
+    args.extend_from_slice(extra);
+    let out = edgert(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     let lines = json_lines(&stdout(&out));
     let file = dir.join(format!("frame-{:08}.png", lines[0]["sequence"].as_u64().unwrap()));
@@ -49,12 +51,19 @@ fn annotated(manifest: &str, photo: &str, dir: &Path) -> (Value, image::RgbImage
     (lines[0]["prediction"].clone(), picture, lines[1]["summary"].clone())
 }
 
+/// Darknet YOLOv3 through its manifest, and a bare Ultralytics export (its best box: the fixture's
+/// random weights put many overlapping boxes on the photo).
 #[test]
-fn yolo_boxes_are_drawn_in_their_class_colour_where_they_were_predicted() {
+fn detector_boxes_are_drawn_in_their_class_colour_where_they_were_predicted() {
+    boxes_drawn("yolov3_tiny_coco_int8_qdq.toml", &[], 3);
+    boxes_drawn("detect/yolov8n.onnx", &["--max-det", "1"], 1);
+}
+
+fn boxes_drawn(model: &str, extra: &[&str], at_least: usize) {
     let dir = tempfile::tempdir().unwrap();
-    let (prediction, picture, summary) = annotated("yolov3_tiny_coco_int8_qdq.toml", "bus.jpg", dir.path());
+    let (prediction, picture, summary) = annotated(model, "bus.jpg", dir.path(), extra);
     let boxes = prediction["boxes"].as_array().unwrap();
-    assert!(boxes.len() >= 3, "{prediction}");
+    assert!(boxes.len() >= at_least, "{prediction}");
     let (w, h) = picture.dimensions();
     for b in boxes {
         let colour = class_colour(b["class_id"].as_u64().unwrap() as usize);
@@ -89,7 +98,7 @@ fn yolo_boxes_are_drawn_in_their_class_colour_where_they_were_predicted() {
 #[test]
 fn a_classifiers_top_classes_are_labelled_in_their_colours() {
     let dir = tempfile::tempdir().unwrap();
-    let (prediction, picture, _) = annotated("mobilenetv2_fp32.toml", "chelsea.png", dir.path());
+    let (prediction, picture, _) = annotated("mobilenetv2_fp32.toml", "chelsea.png", dir.path(), &[]);
     let top = prediction["classes"][0]["class_id"].as_u64().unwrap() as usize;
     let colour = class_colour(top);
     // The first label bar: the first row near the left edge in the top class's colour, below the

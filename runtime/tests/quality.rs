@@ -1,5 +1,6 @@
 //! `validate` and `tune` on real data: the digits MLP's variants against FP32 on its 360 labelled
-//! images, YOLO INT8 against FP32 by mAP, labelled image folders, and their error paths.
+//! images, YOLO INT8 against FP32 by mAP (darknet YOLOv3 and a bare Ultralytics export), labelled
+//! image folders, and their error paths.
 
 mod common;
 
@@ -91,6 +92,65 @@ fn yolo_int8_against_fp32_by_map() {
     assert_eq!(r["gate"]["metric"], "map50");
     let map = r["map50"].as_f64().unwrap();
     assert!(map > 0.5, "INT8 finds the same objects as FP32 (mAP {map})");
+}
+
+/// A bare Ultralytics export and its INT8 variant (`models/detectors.py --int8`): validate's
+/// detection agreement is what tune weighs against speed.
+#[test]
+fn ultralytics_int8_against_fp32_by_map_in_validate_and_tune() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("photos");
+    std::fs::create_dir(&data).unwrap();
+    for photo in ["bus.jpg", "zidane.jpg", "motorcycle_left.png"] {
+        std::fs::copy(image(photo), data.join(photo)).unwrap();
+    }
+    let detect = models().join("detect");
+    let (fp32, int8) = (detect.join("yolov8n.onnx"), detect.join("yolov8n_int8.onnx"));
+    let json = dir.path().join("v.json");
+    let out = edgert(&[
+        "validate",
+        "--reference",
+        s(&fp32),
+        "--candidate",
+        s(&int8),
+        "--data",
+        s(&data),
+        "--budget",
+        "50%",
+        "--json",
+        s(&json),
+    ]);
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{r}");
+    assert_eq!(r["gate"]["metric"], "map50");
+    let map = r["map50"].as_f64().unwrap();
+    assert!(map > 0.5 && map <= 1.0, "INT8 finds most of what FP32 finds (mAP {map})");
+
+    let tuned = dir.path().join("t.json");
+    let out = edgert(&[
+        "tune",
+        "--model",
+        s(&fp32),
+        "--variants",
+        s(&int8),
+        "--data",
+        s(&data),
+        "--budget",
+        "50%",
+        "--duration-s",
+        "0",
+        "--min-iterations",
+        "2",
+        "--json",
+        s(&tuned),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let t: Value = serde_json::from_str(&std::fs::read_to_string(&tuned).unwrap()).unwrap();
+    let rows = t["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 2, "{t}");
+    assert!(rows.iter().all(|row| row["gate_metric"] == "map50"), "{t}");
+    let int8_row = rows.iter().find(|row| row["precision"] == "int8-qdq").unwrap();
+    assert!((int8_row["accuracy_drop"].as_f64().unwrap() - (1.0 - map)).abs() < 1e-9, "{t}");
 }
 
 #[test]

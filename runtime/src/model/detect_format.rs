@@ -43,6 +43,15 @@ pub fn recognise(
         return known(DetectFormat::DetectnetV2);
     }
     match outputs {
+        // An engine's outputs are unknown until a backend loads it: its metadata says the format
+        // (Ultralytics exports detectors in these three), and the decoder checks the shapes.
+        [] => meta.and_then(|m| {
+            known(match (m.is_rtdetr(), m.end2end) {
+                (true, _) => DetectFormat::Rtdetr,
+                (false, true) => DetectFormat::End2end,
+                (false, false) => DetectFormat::Yolov8,
+            })
+        }),
         [a, b] if ssd_pair(a, b) || ssd_pair(b, a) => known(DetectFormat::Ssd),
         [o] => single(o, classes, meta),
         _ => None,
@@ -150,6 +159,17 @@ mod tests {
         );
         let guessed = recognise(&[out("output0", &[1, 300, 6])], None, None).unwrap();
         assert!(guessed.guesses[0].contains("already suppressed"), "{:?}", guessed.guesses);
+    }
+
+    #[test]
+    fn an_engine_s_format_comes_from_its_metadata_alone() {
+        let yolo = UltralyticsMeta { task: Some("detect".into()), ..Default::default() };
+        let e2e = UltralyticsMeta { end2end: true, ..yolo.clone() };
+        let rtdetr = UltralyticsMeta { description: Some("Ultralytics RT-DETR-l".into()), ..yolo.clone() };
+        assert_eq!(format(&[], None, Some(&yolo)), Some(DetectFormat::Yolov8));
+        assert_eq!(format(&[], None, Some(&e2e)), Some(DetectFormat::End2end));
+        assert_eq!(format(&[], None, Some(&rtdetr)), Some(DetectFormat::Rtdetr));
+        assert_eq!(format(&[], None, None), None);
     }
 
     #[test]

@@ -3,6 +3,7 @@
 pub mod bare;
 pub mod detect_format;
 pub mod digest;
+pub mod engine_header;
 pub mod inspect;
 pub mod manifest;
 pub mod manifest_text;
@@ -64,13 +65,17 @@ impl Model {
         let mut notes = Vec::new();
         let mut names = None;
         let (manifest, proto, inputs, outputs) = if is_engine_file(&onnx_path) {
-            let Some(manifest) = manifest else {
-                return Err(Error::input(
-                    path,
-                    "a TensorRT engine needs a manifest (input, preprocessing, task) whose model.file names it",
-                ));
+            let manifest = match manifest {
+                Some(m) => {
+                    check_sha256(path, &m, &sha256)?;
+                    m
+                }
+                None => {
+                    let described = bare_engine(&onnx_path, &sha256, bare)?;
+                    (notes, names) = (described.notes, described.names);
+                    described.manifest
+                }
             };
-            check_sha256(path, &manifest, &sha256)?;
             // The manifest says the input; the engine, once a backend loads it, the outputs.
             let input = TensorSpec {
                 name: manifest.input.name.clone(),
@@ -195,6 +200,32 @@ impl Model {
             None => format!("class {index}"),
         }
     }
+}
+
+/// An engine without a manifest: what its Ultralytics header says (Ultralytics names the input
+/// `images`, NCHW at the exported batch and size); the outputs are checked once a backend loads it.
+fn bare_engine(path: &Path, sha256: &str, bare: &BareModelOptions) -> Result<bare::Described> {
+    let needs_manifest = |why: &str| {
+        Error::input(
+            path,
+            format!("is a TensorRT engine whose {why}: it needs a manifest (input, preprocessing, task) naming it in model.file"),
+        )
+    };
+    let header =
+        engine_header::read(path)?.ok_or_else(|| needs_manifest("file has no Ultralytics header"))?;
+    let meta = ultralytics::UltralyticsMeta::from_json(&header)
+        .map_err(|reason| Error::input(path, reason))?
+        .ok_or_else(|| needs_manifest("header is not Ultralytics metadata"))?;
+    let (h, w) = meta.imgsz.ok_or_else(|| needs_manifest("Ultralytics header has no 'imgsz'"))?;
+    let batch = meta.batch.unwrap_or(1);
+    let input = TensorSpec {
+        name: "images".into(),
+        shape: vec![Some(batch), Some(3), Some(h), Some(w)],
+        dtype: DataType::F32,
+    };
+    let mut described = bare::describe(path, sha256, Some(meta), &[input], &[], bare)?;
+    described.manifest.input.shape[0] = batch;
+    Ok(described)
 }
 
 fn check_sha256(path: &Path, m: &Manifest, sha256: &str) -> Result<()> {

@@ -15,6 +15,8 @@ pub struct UltralyticsMeta {
     pub names: Option<Vec<String>>,
     /// (height, width) of the input the model was exported for.
     pub imgsz: Option<(usize, usize)>,
+    /// The batch it was exported for: an engine's input is fixed at it.
+    pub batch: Option<usize>,
     /// Outputs already de-duplicated: `[N, K, 6]` (YOLOv10, YOLO26, `nms=True` exports).
     pub end2end: bool,
     /// What the `description` says, for telling RT-DETR from YOLO.
@@ -38,12 +40,13 @@ impl UltralyticsMeta {
                 }
                 "imgsz" => meta.imgsz = Some(imgsz(value).map_err(|e| format!("metadata 'imgsz': {e}"))?),
                 "end2end" => meta.end2end = value == "True",
+                "batch" => meta.batch = Some(batch(value).map_err(|e| format!("metadata 'batch': {e}"))?),
                 "description" => meta.description = Some(value.to_string()),
                 // Exports with `nms=True` say so in their arguments.
                 "args" => nms = value.contains("'nms': True"),
                 _ => continue,
             }
-            found |= key != "description" && key != "args";
+            found |= !matches!(key, "description" | "args" | "batch");
         }
         meta.end2end |= nms;
         Ok(found.then_some(meta))
@@ -58,9 +61,9 @@ impl UltralyticsMeta {
             .filter(|(k, _)| !matches!(k.as_str(), "names" | "imgsz" | "args"))
             .map(|(k, v)| (k.clone(), if v.is_boolean() { capitalised(v) } else { text(v) }))
             .collect();
-        let mut meta = UltralyticsMeta::from_props(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))?
-            .unwrap_or_default();
-        let mut found = !props.iter().all(|(k, _)| matches!(k.as_str(), "description" | "args"));
+        let meta = UltralyticsMeta::from_props(props.iter().map(|(k, v)| (k.as_str(), v.as_str())))?;
+        let mut found = meta.is_some();
+        let mut meta = meta.unwrap_or_default();
         if let Some(names) = object.get("names") {
             meta.names = Some(json_names(names).map_err(|e| format!("metadata 'names': {e}"))?);
             found = true;
@@ -103,6 +106,16 @@ fn imgsz(text: &str) -> Result<(usize, usize), String> {
         return Err(format!("{h}×{w} is not in [1, {MAX_SIDE}] a side"));
     }
     Ok((h, w))
+}
+
+/// The most a model's metadata may say its batch is.
+pub const MAX_BATCH: usize = 4096;
+
+fn batch(text: &str) -> Result<usize, String> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if (1..=MAX_BATCH).contains(&n) => Ok(n),
+        _ => Err(format!("'{}' is not a whole number in [1, {MAX_BATCH}]", crate::limits::clip(text))),
+    }
 }
 
 /// Names indexed 0 to n-1, each exactly once.
@@ -315,11 +328,11 @@ mod tests {
     #[test]
     fn an_engine_header() {
         let json = serde_json::json!({"task": "detect", "imgsz": [640, 640], "names": {"0": "a", "1": "b"},
-            "end2end": true, "description": "Ultralytics RT-DETR-l"});
+            "end2end": true, "description": "Ultralytics RT-DETR-l", "batch": 4});
         let meta = UltralyticsMeta::from_json(&json).unwrap().unwrap();
         assert_eq!(
-            (meta.imgsz, meta.names.as_ref().unwrap().len(), meta.end2end),
-            (Some((640, 640)), 2, true)
+            (meta.imgsz, meta.names.as_ref().unwrap().len(), meta.end2end, meta.batch),
+            (Some((640, 640)), 2, true, Some(4))
         );
         assert!(meta.is_rtdetr());
     }
@@ -340,6 +353,9 @@ mod tests {
             ("imgsz", "[640, 640, 3]", "one or two sides"),
             ("imgsz", "big", "whole numbers"),
             ("imgsz", "[nan, 1]", "whole numbers"),
+            ("batch", "0", "[1, 4096]"),
+            ("batch", "-1", "[1, 4096]"),
+            ("batch", "1e9", "[1, 4096]"),
         ];
         for (key, value, wanted) in cases {
             let err = UltralyticsMeta::from_props([("task", "detect"), (*key, *value)]).unwrap_err();

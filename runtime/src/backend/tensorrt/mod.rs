@@ -137,8 +137,8 @@ impl TensorrtBackend {
         if let Some(core) = self.options.dla_core {
             check_dla(&runtime, core)?;
         }
-        let file = engine_file::read(path)?;
-        let engine = runtime.load(&file.plan, self.options.dla_core).map_err(|e| refused(&e))?;
+        let plan = engine_file::read_plan(path)?;
+        let engine = runtime.load(&plan, self.options.dla_core).map_err(|e| refused(&e))?;
         Ok((engine, built))
     }
 

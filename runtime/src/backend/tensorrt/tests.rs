@@ -688,3 +688,60 @@ impl Drop for Aligned {
         unsafe { std::alloc::dealloc(self.pointer.cast(), self.layout) }
     }
 }
+
+/// An Ultralytics `.engine` of the YOLOv8n fixture: its metadata as Ultralytics writes the header
+/// (JSON, names keyed by strings), then the plan.
+fn ultralytics_engine(dir: &Path) -> PathBuf {
+    use prost::Message;
+
+    let detect = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/detect");
+    let onnx = std::fs::read(detect.join("yolov8n.onnx")).unwrap();
+    let proto = tract_onnx::pb::ModelProto::decode(&*onnx).unwrap();
+    let meta = |key: &str| proto.metadata_props.iter().find(|p| p.key == key).unwrap().value.clone();
+    let names: serde_json::Map<String, serde_json::Value> =
+        (0..20).map(|i| (i.to_string(), format!("class{i}").into())).collect();
+    let header = serde_json::json!({
+        "description": meta("description"), "task": meta("task"), "batch": 1, "stride": 32,
+        "imgsz": [160, 224], "names": names, "args": {"batch": 1, "half": true, "nms": false},
+    });
+    let json = serde_json::to_vec(&header).unwrap();
+    let mut bytes = (json.len() as u32).to_le_bytes().to_vec();
+    bytes.extend_from_slice(&json);
+    bytes.extend_from_slice(&mock::plan(&onnx, 100300, "8.7", ffi::F32));
+    let path = dir.join("yolov8n.engine");
+    std::fs::write(&path, bytes).unwrap();
+    path
+}
+
+#[test]
+fn an_ultralytics_engine_runs_bare_and_finds_what_its_onnx_finds() {
+    let dir = tempfile::tempdir().unwrap();
+    let engine = Model::load(&ultralytics_engine(dir.path()), &BareModelOptions::default()).unwrap();
+    assert_eq!(engine.manifest.input.shape, [1, 3, 160, 224]);
+    assert_eq!(engine.label(19), "class19");
+    let image_path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/detect/bus_letterboxed.png");
+    let image = image::open(image_path).unwrap();
+    let boxes = |model: Model, backend: Box<dyn Backend>| {
+        let selected = crate::backend::Selected { backend, requested: "test".into(), fallback: None };
+        let mut pipeline =
+            crate::pipeline::Pipeline::open(model, selected, PrepareOptions::default()).unwrap();
+        match pipeline.predict(crate::pipeline::Sample::Image(&image)).unwrap() {
+            crate::postprocess::Prediction::Boxes(b) => b,
+            other => panic!("{other:?}"),
+        }
+    };
+    let onnx = Model::load(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../models/detect/yolov8n.onnx"),
+        &BareModelOptions::default(),
+    )
+    .unwrap();
+    let from_engine = boxes(engine, Box::new(backend(orin_trt10, dir.path())));
+    let from_onnx = boxes(onnx, Box::new(CpuBackend::default()));
+    // The mock runs the plan's ONNX through tract without edgert's own CPU kernels: the last bits
+    // of a box may differ, nothing more.
+    assert!(from_engine.len() > 10 && from_engine.len() == from_onnx.len(), "{} boxes", from_engine.len());
+    for (e, o) in from_engine.iter().zip(&from_onnx) {
+        let close = e.bbox.iter().zip(&o.bbox).all(|(a, b)| (a - b).abs() < 0.01);
+        assert!(e.class_id == o.class_id && (e.score - o.score).abs() < 1e-4 && close, "{e:?} against {o:?}");
+    }
+}
