@@ -13,6 +13,14 @@ of them, are saved:
                          [x1, y1, x2, y2, score, class] in source pixels
     detect/<name>.onnx   the model itself, for the small ones (`--keep-models`)
 
+RT-DETR as its own repository exports it (`tools/export_onnx.py`: inputs `images` and
+`orig_target_sizes`, outputs `labels`, `boxes`, `scores`, its postprocessor inside the graph) is
+a small random network ending in a transcription of `RTDETRPostProcessor` in deploy mode (focal
+loss: sigmoid, top-k over queries × classes); the same interface D-FINE and DEIM export. Its
+reference is onnxruntime's outputs with the photo's own size fed, over the threshold:
+
+    detect/rtdetr_official.onnx, .json      (kept: a few kilobytes)
+
 SSD (pytorch-ssd), EfficientNMS and DetectNet_v2 outputs are synthetic tensors of their layouts,
 decoded by numpy transcriptions of pytorch-ssd's `Predictor.predict`, the EfficientNMS plugin's
 documented output layout and NVIDIA's DetectNet_v2 bounding-box parser (DeepStream's
@@ -227,6 +235,68 @@ def quantize(out_dir, name):
     print(f"{target.name}: calibrated on {len(photos)} photos, {target.stat().st_size} bytes")
 
 
+def rtdetr_official_fixture(out_dir, conf, seed):
+    import cv2
+    import onnxruntime as ort
+    import torch
+
+    torch.manual_seed(seed)
+    queries, classes, top = 60, 20, 40
+
+    class Tiny(torch.nn.Module):
+        """A backbone and query heads with random weights, then RTDETRPostProcessor.forward in
+        deploy mode (rtdetr_pytorch/src/zoo/rtdetr/rtdetr_postprocessor.py) transcribed."""
+
+        def __init__(self):
+            super().__init__()
+            self.backbone = torch.nn.Sequential(
+                torch.nn.Conv2d(3, 8, 3, stride=4, padding=1), torch.nn.ReLU(),
+                torch.nn.Conv2d(8, 8, 3, stride=4, padding=1), torch.nn.ReLU(),
+                torch.nn.AdaptiveAvgPool2d((2, 2)), torch.nn.Flatten())
+            self.logits = torch.nn.Linear(32, queries * classes)
+            self.boxes = torch.nn.Linear(32, queries * 4)
+            with torch.no_grad():
+                self.logits.bias.normal_(-3.0, 1.5)
+
+        def forward(self, images, orig_target_sizes):
+            features = self.backbone(images)
+            logits = self.logits(features).view(-1, queries, classes)
+            cxcywh = torch.sigmoid(self.boxes(features).view(-1, queries, 4))
+            cx, cy, w, h = cxcywh.unbind(-1)
+            bbox_pred = torch.stack([cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2], -1)
+            bbox_pred = bbox_pred * orig_target_sizes.repeat(1, 2).unsqueeze(1)
+            scores = torch.sigmoid(logits)
+            scores, index = torch.topk(scores.flatten(1), top, dim=-1)
+            labels = index % classes
+            index = index // classes
+            boxes = bbox_pred.gather(dim=1, index=index.unsqueeze(-1).repeat(1, 1, bbox_pred.shape[-1]))
+            return labels, boxes, scores
+
+    model = Tiny().eval()
+    h, w = IMGSZ
+    path = out_dir / "rtdetr_official.onnx"
+    torch.onnx.export(
+        model, (torch.rand(1, 3, h, w), torch.tensor([[w, h]])), str(path), dynamo=False, opset_version=16,
+        input_names=["images", "orig_target_sizes"], output_names=["labels", "boxes", "scores"],
+        dynamic_axes={"images": {0: "N"}, "orig_target_sizes": {0: "N"}})
+    image = cv2.imread(str(SOURCE))
+    # The repository's preprocessing: resized (stretched) to the input, RGB in 0..1.
+    x = cv2.resize(image, (w, h), interpolation=cv2.INTER_LINEAR)[..., ::-1].transpose(2, 0, 1)
+    x = np.ascontiguousarray(x[None], dtype=np.float32) / 255.0
+    size = np.array([[image.shape[1], image.shape[0]]], dtype=np.int64)
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    labels, boxes, scores = session.run(None, {"images": x, "orig_target_sizes": size})
+    # The repository's drawing: rows whose score passes the threshold, in the model's order.
+    found = [[*map(float, boxes[0, i]), float(scores[0, i]), int(labels[0, i])]
+             for i in range(top) if scores[0, i] > conf]
+    save_json(out_dir / "rtdetr_official.json", {
+        "family": "rtdetr-official", "source": [image.shape[1], image.shape[0]], "input": list(IMGSZ),
+        "resize": "stretch", "confidence": conf, "max_det": 300, "detections": found,
+        "reference": "onnxruntime on the graph with orig_target_sizes = the photo's size; scores over the threshold",
+    })
+    print(f"rtdetr-official: {len(found)} detections")
+
+
 def save_json(path, value):
     path.write_text(json.dumps(value, indent=1) + "\n")
 
@@ -374,7 +444,8 @@ def detectnet_fixture(out_dir, rng, conf, iou, source, input_hw):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=HERE / "detect")
-    parser.add_argument("--only", default=",".join(list(FAMILIES) + ["ssd", "efficient-nms", "detectnet-v2"]))
+    parser.add_argument("--only", default=",".join(
+        list(FAMILIES) + ["rtdetr-official", "ssd", "efficient-nms", "detectnet-v2"]))
     parser.add_argument("--keep-models", default="", help="families whose ONNX file is kept")
     parser.add_argument("--int8", default="", help="kept models to quantize to <name>_int8.onnx")
     args = parser.parse_args()
@@ -386,6 +457,8 @@ def main():
             ultralytics_fixture(name, args.out, name in keep, 0.25, 0.7, 300, 20, seed)
     for name in filter(None, args.int8.split(",")):
         quantize(args.out, name)
+    if "rtdetr-official" in only:
+        rtdetr_official_fixture(args.out, 0.5, len(FAMILIES))
     rng = np.random.default_rng(7)
     source = (810, 1080)
     if "ssd" in only:

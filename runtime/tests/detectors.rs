@@ -24,7 +24,8 @@ fn iou(a: &[f64], b: &[f64]) -> f64 {
     w * h / (area(a) + area(b) - w * h)
 }
 
-/// The boxes of `edgert run --json` on one image: [x1, y1, x2, y2, score, class].
+/// The boxes of `edgert run --json` on one image: [x1, y1, x2, y2, score, class, named], `named`
+/// 1 where the label is the fixtures' name for the class (`class7`), 0 where it is numbered.
 fn boxes(model: &Path, image: &Path, extra: &[&str]) -> (Vec<Vec<f64>>, String) {
     let mut args = vec!["run", "-m", model.to_str().unwrap(), "--input", image.to_str().unwrap(), "--json"];
     args.extend_from_slice(extra);
@@ -38,8 +39,11 @@ fn boxes(model: &Path, image: &Path, extra: &[&str]) -> (Vec<Vec<f64>>, String) 
         .map(|d| {
             let b = &d["bbox"];
             let class = d["class_id"].as_f64().unwrap();
-            assert_eq!(d["label"], format!("class{class}"), "names come from the model's metadata");
-            (0..4).map(|k| b[k].as_f64().unwrap()).chain([d["score"].as_f64().unwrap(), class]).collect()
+            let named = if d["label"] == format!("class{class}") { 1.0 } else { 0.0 };
+            (0..4)
+                .map(|k| b[k].as_f64().unwrap())
+                .chain([d["score"].as_f64().unwrap(), class, named])
+                .collect()
         })
         .collect();
     (found, stderr(&out))
@@ -68,6 +72,7 @@ fn ultralytics_exports_run_bare_and_find_what_ultralytics_finds() {
         let extra = ["--backend", backend];
         let (found, log) = boxes(&detect(&format!("{name}.onnx")), &detect("bus_letterboxed.png"), &extra);
         assert!(!log.contains("warning"), "{name}: an Ultralytics export needs no guess: {log}");
+        assert!(found.iter().all(|f| f[6] == 1.0), "{name}: names come from the model's metadata");
         let matched = wanted
             .iter()
             .map(|w| w.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect::<Vec<_>>())
@@ -336,5 +341,73 @@ fn bench_times_a_detector_s_preprocessing_and_decoding() {
         let p50 = stages[stage]["p50_ms"].as_f64().unwrap_or(0.0);
         // A 810×1080 photo letterboxed into 160×224, and 735 boxes decoded: neither is free.
         assert!(p50 > 0.0, "{stage}: {stages}");
+    }
+}
+
+/// RT-DETR as its own repository exports it: the image size is a second input, the decoding is in
+/// the graph. edgert feeds the input size and maps the boxes back through the stretch; the
+/// reference fed the photo's own size to onnxruntime (the photo resized by OpenCV rather than
+/// edgert, so the last decimals differ).
+#[test]
+fn a_detector_taking_the_image_size_as_an_input_runs_bare() {
+    let ort = or_skipped(
+        std::env::var("ORT_DYLIB_PATH").ok(),
+        "EDGERT_REQUIRE_ORT",
+        "a_detector_taking_the_image_size_as_an_input_runs_bare (on ort)",
+        "ORT_DYLIB_PATH is not set",
+    );
+    let wanted: Vec<Vec<f64>> = reference("rtdetr_official")["detections"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d.as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect())
+        .collect();
+    assert!(wanted.len() > 10);
+    let model = detect("rtdetr_official.onnx");
+    let backends = if ort.is_some() { vec!["cpu", "ort"] } else { vec!["cpu"] };
+    for backend in backends {
+        let (found, log) = boxes(&model, &image("bus.jpg"), &["--backend", backend, "--confidence", "0.5"]);
+        assert!(log.contains("format 'labels-boxes-scores'"), "{log}");
+        let matched = wanted
+            .iter()
+            .filter(|w| {
+                found.iter().any(|f| {
+                    f[5] == w[5] && (f[4] - w[4]).abs() < 0.01 && (0..4).all(|k| (f[k] - w[k]).abs() < 2.0)
+                })
+            })
+            .count();
+        assert!(
+            matched * 100 >= wanted.len() * 95 && found.len().abs_diff(wanted.len()) * 20 <= wanted.len(),
+            "{backend}: {matched} of {} reference boxes found, {} in all: {found:?}",
+            wanted.len(),
+            found.len()
+        );
+    }
+}
+
+#[test]
+fn an_image_size_input_edgert_cannot_feed_is_refused_in_one_line() {
+    use tract_onnx::pb::{tensor_shape_proto::dimension::Value, type_proto};
+    let dir = tempfile::tempdir().unwrap();
+    let bus = image("bus.jpg");
+    let edits: [(&str, fn(&mut type_proto::Tensor)); 2] = [
+        ("is bool", |t| t.elem_type = 9),
+        ("not [N, 2]", |t| t.shape.as_mut().unwrap().dim[1].value = Some(Value::DimValue(3))),
+    ];
+    for (i, (wanted, edit)) in edits.into_iter().enumerate() {
+        let mut proto = read_proto(&detect("rtdetr_official.onnx"));
+        let input = &mut proto.graph.as_mut().unwrap().input[1];
+        assert_eq!(input.name, "orig_target_sizes");
+        let Some(type_proto::Value::TensorType(tensor)) = input.r#type.as_mut().unwrap().value.as_mut() else {
+            panic!("not a tensor")
+        };
+        edit(tensor);
+        let path = dir.path().join(format!("sized{i}.onnx"));
+        write_proto(&path, &proto);
+        fails(
+            &["run", "-m", path.to_str().unwrap(), "--input", bus.to_str().unwrap()],
+            2,
+            &[&format!("sized{i}.onnx"), "input 'orig_target_sizes'", wanted],
+        );
     }
 }

@@ -39,6 +39,9 @@ pub fn recognise(
         };
         return Some(Recognised { spec, guesses: vec![guess.into()] });
     }
+    if outputs.len() == 3 && ["labels", "boxes", "scores"].iter().all(|n| named(n).is_some()) {
+        return known(DetectFormat::LabelsBoxesScores);
+    }
     if named("output_cov").is_some() && named("output_bbox").is_some() {
         return known(DetectFormat::DetectnetV2);
     }
@@ -144,6 +147,8 @@ mod tests {
         assert_eq!(format(&nms, None, None), Some(EfficientNms));
         let dn = [out("output_cov/Sigmoid", &[1, 3, 34, 60]), out("output_bbox/BiasAdd", &[1, 12, 34, 60])];
         assert_eq!(format(&dn, None, None), Some(DetectnetV2));
+        let lbs = [out("labels", &[1, 300]), out("boxes", &[1, 300, 4]), out("scores", &[1, 300])];
+        assert_eq!(format(&lbs, None, None), Some(LabelsBoxesScores));
     }
 
     #[test]

@@ -334,10 +334,14 @@ pub enum DetectFormat {
     /// `output_cov/Sigmoid [N, C, h, w]` and `output_bbox/BiasAdd [N, 4C, h, w]`: a grid of
     /// coverage and box offsets (NVIDIA's DetectNet_v2: PeopleNet, TrafficCamNet, DashCamNet).
     DetectnetV2,
+    /// `labels [N, K]`, `boxes [N, K, 4]`, `scores [N, K]`, the postprocessing in the graph, fed
+    /// the image size as a second input `orig_target_sizes [N, 2]`: corners in the pixels of that
+    /// size; no NMS (RT-DETR's own export, D-FINE, DEIM).
+    LabelsBoxesScores,
 }
 
 impl DetectFormat {
-    pub const ALL: [DetectFormat; 7] = [
+    pub const ALL: [DetectFormat; 8] = [
         DetectFormat::Yolov5,
         DetectFormat::Yolov8,
         DetectFormat::End2end,
@@ -345,6 +349,7 @@ impl DetectFormat {
         DetectFormat::Ssd,
         DetectFormat::EfficientNms,
         DetectFormat::DetectnetV2,
+        DetectFormat::LabelsBoxesScores,
     ];
 
     pub fn name(self) -> &'static str {
@@ -356,6 +361,7 @@ impl DetectFormat {
             DetectFormat::Ssd => "ssd",
             DetectFormat::EfficientNms => "efficient-nms",
             DetectFormat::DetectnetV2 => "detectnet-v2",
+            DetectFormat::LabelsBoxesScores => "labels-boxes-scores",
         }
     }
 

@@ -39,6 +39,9 @@ pub struct Model {
     pub outputs: Vec<TensorSpec>,
     /// For a bare model: what edgert assumed or could not decode (`bare::Described::notes`).
     pub notes: Vec<String>,
+    /// The graph differs from the file: an `orig_target_sizes` input was fed the input size
+    /// (`onnx::fold_size_input`). Backends that read the file read `onnx_bytes` instead.
+    pub graph_edited: bool,
 }
 
 /// File names of serialized TensorRT engines (trtexec's `--saveEngine`, Ultralytics' export).
@@ -64,6 +67,7 @@ impl Model {
         let sha256 = digest::sha256_file(&onnx_path)?;
         let mut notes = Vec::new();
         let mut names = None;
+        let mut graph_edited = false;
         let (manifest, proto, inputs, outputs) = if is_engine_file(&onnx_path) {
             let manifest = match manifest {
                 Some(m) => {
@@ -84,9 +88,16 @@ impl Model {
             };
             (manifest, None, vec![input], Vec::new())
         } else {
-            let proto = onnx::read_proto(&onnx_path)?;
-            let inputs = onnx::inputs(&proto);
+            let mut proto = onnx::read_proto(&onnx_path)?;
+            let mut inputs = onnx::inputs(&proto);
             let outputs = onnx::outputs(&proto);
+            // The image size as a second input (RT-DETR's own export and its followers): fed the
+            // network's input size, so boxes come in input pixels like every other format's.
+            let size_input =
+                inputs.iter().position(|i| i.name == onnx::SIZE_INPUT).filter(|_| inputs.len() > 1);
+            if let Some(i) = size_input {
+                inputs.remove(i);
+            }
             let manifest = match manifest {
                 Some(m) => {
                     let mpath = manifest_path.as_deref().unwrap_or(path);
@@ -102,6 +113,15 @@ impl Model {
                     described.manifest
                 }
             };
+            if size_input.is_some() {
+                let Some((h, w, _)) = manifest.image_geometry() else {
+                    let reason = format!("input '{}' needs an image input beside it", onnx::SIZE_INPUT);
+                    return Err(Error::input(&onnx_path, reason));
+                };
+                onnx::fold_size_input(&mut proto, (w, h))
+                    .map_err(|reason| Error::input(&onnx_path, reason))?;
+                graph_edited = true;
+            }
             (manifest, Some(std::sync::Arc::new(proto)), inputs, outputs)
         };
         let labels_path = match &manifest_path {
@@ -113,7 +133,18 @@ impl Model {
             (None, Some(inline)) => Some(inline.clone()),
             (None, None) => names,
         };
-        Ok(Model { manifest_path, onnx_path, sha256, manifest, labels, proto, inputs, outputs, notes })
+        Ok(Model {
+            manifest_path,
+            onnx_path,
+            sha256,
+            manifest,
+            labels,
+            proto,
+            inputs,
+            outputs,
+            notes,
+            graph_edited,
+        })
     }
 
     pub fn is_engine(&self) -> bool {
@@ -130,6 +161,15 @@ impl Model {
                 ),
             )
         })
+    }
+
+    /// The ONNX model's bytes as the backends should read them: the file, or the edited graph.
+    pub fn onnx_bytes(&self) -> Result<Vec<u8>> {
+        use prost::Message;
+        match (&self.proto, self.graph_edited) {
+            (Some(proto), true) => Ok(proto.encode_to_vec()),
+            _ => std::fs::read(&self.onnx_path).map_err(|e| Error::read(&self.onnx_path, e)),
+        }
     }
 
     /// Weight precision (`inspect::precision`), or `engine` for a TensorRT engine.

@@ -64,6 +64,35 @@ pub fn graph(proto: &pb::ModelProto) -> &pb::GraphProto {
     proto.graph.as_ref().expect("read_proto checked the graph")
 }
 
+/// The input RT-DETR's own export (and D-FINE's, DEIM's) takes the image size in: `[N, 2]`,
+/// width then height.
+pub const SIZE_INPUT: &str = "orig_target_sizes";
+
+/// Replaces the graph input `SIZE_INPUT` by a constant `[[width, height]]` of its type.
+pub fn fold_size_input(proto: &mut pb::ModelProto, (width, height): (usize, usize)) -> Result<(), String> {
+    let graph = proto.graph.as_mut().expect("read_proto checked the graph");
+    let index = graph.input.iter().position(|i| i.name == SIZE_INPUT).expect("the caller found it");
+    let declared = spec(&graph.input[index]);
+    let (w, h) = (width as i64, height as i64);
+    if !matches!(declared.shape[..], [] | [_, Some(2)] | [_, None]) {
+        return Err(format!("input '{SIZE_INPUT}' has shape {}, not [N, 2]", declared.shape_text()));
+    }
+    let mut constant = pb::TensorProto { name: SIZE_INPUT.into(), dims: vec![1, 2], ..Default::default() };
+    match declared.dtype {
+        DataType::I64 => (constant.data_type, constant.int64_data) = (OnnxType::Int64 as i32, vec![w, h]),
+        DataType::I32 => {
+            (constant.data_type, constant.int32_data) = (OnnxType::Int32 as i32, vec![w as i32, h as i32])
+        }
+        DataType::F32 => {
+            (constant.data_type, constant.float_data) = (OnnxType::Float as i32, vec![w as f32, h as f32])
+        }
+        other => return Err(format!("input '{SIZE_INPUT}' is {other}; edgert feeds it as i64, i32 or f32")),
+    }
+    graph.input.remove(index);
+    graph.initializer.push(constant);
+    Ok(())
+}
+
 /// Graph inputs that are real inputs, not initializers listed as inputs (older exporters).
 pub fn inputs(proto: &pb::ModelProto) -> Vec<TensorSpec> {
     let g = graph(proto);

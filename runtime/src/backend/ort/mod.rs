@@ -117,7 +117,11 @@ impl Backend for OrtBackend {
             runtime(self.options.library.as_deref()).map_err(|reason| Error::unavailable("ort", reason))?;
         let path = model.onnx_path.clone();
         // No check against tract's operator list: ONNX Runtime has its own, and says what it lacks.
-        let recipe = Recipe { path: path.clone(), threads: options.threads, ort: self.options.clone() };
+        // An edited graph (an input folded in) is read from memory; otherwise the file, so that
+        // external weights beside it are found.
+        let edited = model.graph_edited.then(|| model.onnx_bytes()).transpose()?.map(std::sync::Arc::new);
+        let recipe =
+            Recipe { path: path.clone(), edited, threads: options.threads, ort: self.options.clone() };
         let session = recipe.commit(runtime)?;
         let shape = model.input_shape(options.batch);
         let inputs = vec![TensorSpec {
@@ -138,6 +142,7 @@ impl Backend for OrtBackend {
 /// How to build a session, so each `spawn` after the first gets its own.
 struct Recipe {
     path: std::path::PathBuf,
+    edited: Option<std::sync::Arc<Vec<u8>>>,
     threads: usize,
     ort: OrtOptions,
 }
@@ -154,7 +159,11 @@ impl Recipe {
         let mut builder = builder
             .with_execution_providers([self.provider()])
             .map_err(|e| fail(&format!("execution provider {} did not register", self.ort.provider), &e))?;
-        builder.commit_from_file(&self.path).map_err(|e| cannot_run::ort(&self.path, &runtime.version, &e))
+        let session = match &self.edited {
+            Some(bytes) => builder.commit_from_memory(bytes),
+            None => builder.commit_from_file(&self.path),
+        };
+        session.map_err(|e| cannot_run::ort(&self.path, &runtime.version, &e))
     }
 
     fn configure(&self, builder: SessionBuilder) -> std::result::Result<SessionBuilder, ort::Error> {

@@ -357,7 +357,7 @@ fn build_with(
 ) -> Result<Vec<u8>> {
     let path = &model.onnx_path;
     let precision = precision(model, options);
-    let onnx = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+    let onnx = model.onnx_bytes()?;
     let timing_cache = read_if_present(options.timing_cache.as_deref())?;
     let calibration_cache_file = options.calibration.as_ref().and_then(|c| c.cache.as_deref());
     let calibration_cache = read_if_present(calibration_cache_file)?;

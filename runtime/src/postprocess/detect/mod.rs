@@ -6,6 +6,7 @@
 mod dense;
 mod detectnet;
 mod efficient_nms;
+mod labels_boxes_scores;
 mod queries;
 mod ssd;
 
@@ -30,6 +31,7 @@ enum Layout {
     Ssd(ssd::Ssd),
     EfficientNms(efficient_nms::EfficientNms),
     Detectnet(detectnet::Detectnet),
+    LabelsBoxesScores(labels_boxes_scores::LabelsBoxesScores),
 }
 
 /// A detector's outputs, resolved and checked, ready to decode each inference.
@@ -61,6 +63,9 @@ impl Decoder {
                 Layout::EfficientNms(efficient_nms::EfficientNms::new(spec, outputs)?)
             }
             DetectFormat::DetectnetV2 => Layout::Detectnet(detectnet::Detectnet::new(spec, outputs)?),
+            DetectFormat::LabelsBoxesScores => {
+                Layout::LabelsBoxesScores(labels_boxes_scores::LabelsBoxesScores::new(outputs)?)
+            }
         };
         Ok(Decoder { spec: spec.clone(), layout, input_size })
     }
@@ -72,7 +77,7 @@ impl Decoder {
             Layout::Queries(q) => q.classes(),
             Layout::Ssd(s) => Some(s.classes),
             Layout::Detectnet(d) => Some(d.classes),
-            Layout::EfficientNms(_) => None,
+            Layout::EfficientNms(_) | Layout::LabelsBoxesScores(_) => None,
         }
     }
 
@@ -91,6 +96,7 @@ impl Decoder {
             Layout::Ssd(s) => s.candidates(outputs, item, spec.confidence, self.input_size),
             Layout::EfficientNms(e) => e.candidates(outputs, item, spec.confidence, self.input_size),
             Layout::Detectnet(d) => d.candidates(outputs, item, spec.confidence, self.input_size),
+            Layout::LabelsBoxesScores(l) => l.candidates(outputs, item, spec.confidence),
         };
         let kept = if spec.format.needs_nms() {
             nms::suppress(candidates, spec.iou, spec.agnostic, spec.max_det)
