@@ -12,7 +12,9 @@ Cached start: the same with edgert's opt-in tract load cache (EDGERT_TRACT_CACHE
 run's) holding the model, stored by one start before; `cpu` only (the `ort` backend has no such cache).
 
     python3 benches/peer_onnxruntime.py [--edgert target/release/edgert] [--threads 1,2] [--backends cpu,ort]
-        [--rounds N] [--cold-runs 0]
+        [--rounds N] [--cold-runs 0] [--models NAME,...|MANIFEST.toml,...]
+--models takes manifests in models/ by name, or paths to manifests elsewhere (`edgert manifest`
+writes one for a bare export).
 --rounds repeats the whole table, the runs taking turns, so that a drifting machine shows as
 spread between rounds rather than as a difference between engines; --cold-runs 0 leaves out the
 start times.
@@ -157,10 +159,10 @@ def ratio(value, peer, unit):
 
 def table_rows(args, name, round_, env, cached_env):
     """One model's rows of the table: onnxruntime then each edgert backend, at each thread count."""
-    manifest_path = os.path.join(ROOT, "models", name + ".toml")
+    manifest_path = name if name.endswith(".toml") else os.path.join(ROOT, "models", name + ".toml")
     with open(manifest_path, "rb") as f:
         manifest = tomllib.load(f)
-    onnx_path = os.path.join(ROOT, "models", manifest["model"]["file"])
+    onnx_path = os.path.join(os.path.dirname(manifest_path), manifest["model"]["file"])
     x = preprocess(manifest, args.photo)
     with tempfile.TemporaryDirectory() as tmp:
         x_path = os.path.join(tmp, "x.npy")
@@ -170,7 +172,7 @@ def table_rows(args, name, round_, env, cached_env):
             ocold = start_ms([sys.executable, "-c", COLD_ONNXRUNTIME, onnx_path, str(threads), x_path],
                              args.cold_runs, env)
             cold = "— | —" if ocold is None else f"{ocold:.0f} ms | 1"
-            print(f"| {round_} | {name} | {threads} | onnxruntime (Python) | {o50:.2f} ms | 1 | {o99:.2f} ms | 1 "
+            print(f"| {round_} | {os.path.basename(name)} | {threads} | onnxruntime (Python) | {o50:.2f} ms | 1 | {o99:.2f} ms | 1 "
                   f"| {o99 / o50:.2f} | {cold} | — | — |", flush=True)
             for backend in args.backends.split(","):
                 e50, e99 = time_edgert(args.edgert, manifest_path, args.photo, backend, threads,
@@ -182,7 +184,7 @@ def table_rows(args, name, round_, env, cached_env):
                 if backend == "cpu" and args.cold_runs:
                     median_wall_ms(start, 1, cached_env)  # stores the entry
                     cached = median_wall_ms(start, args.cold_runs, cached_env)
-                print(f"| {round_} | {name} | {threads} | edgert {backend} | {e50:.2f} ms | {e50 / o50:.2f}× | "
+                print(f"| {round_} | {os.path.basename(name)} | {threads} | edgert {backend} | {e50:.2f} ms | {e50 / o50:.2f}× | "
                       f"{e99:.2f} ms | {e99 / o99:.2f}× | {e99 / e50:.2f} | {ratio(ecold, ocold, 'ms')} "
                       f"| {ratio(cached, ocold, 'ms')} |", flush=True)
 

@@ -390,7 +390,8 @@ fn an_image_size_input_edgert_cannot_feed_is_refused_in_one_line() {
     use tract_onnx::pb::{tensor_shape_proto::dimension::Value, type_proto};
     let dir = tempfile::tempdir().unwrap();
     let bus = image("bus.jpg");
-    let edits: [(&str, fn(&mut type_proto::Tensor)); 2] = [
+    type Edit = fn(&mut type_proto::Tensor);
+    let edits: [(&str, Edit); 2] = [
         ("is bool", |t| t.elem_type = 9),
         ("not [N, 2]", |t| t.shape.as_mut().unwrap().dim[1].value = Some(Value::DimValue(3))),
     ];
@@ -398,7 +399,8 @@ fn an_image_size_input_edgert_cannot_feed_is_refused_in_one_line() {
         let mut proto = read_proto(&detect("rtdetr_official.onnx"));
         let input = &mut proto.graph.as_mut().unwrap().input[1];
         assert_eq!(input.name, "orig_target_sizes");
-        let Some(type_proto::Value::TensorType(tensor)) = input.r#type.as_mut().unwrap().value.as_mut() else {
+        let Some(type_proto::Value::TensorType(tensor)) = input.r#type.as_mut().unwrap().value.as_mut()
+        else {
             panic!("not a tensor")
         };
         edit(tensor);

@@ -736,7 +736,7 @@ fn an_ultralytics_engine_runs_bare_and_finds_what_its_onnx_finds() {
     )
     .unwrap();
     let from_engine = boxes(engine, Box::new(backend(orin_trt10, dir.path())));
-    let from_onnx = boxes(onnx, Box::new(CpuBackend::default()));
+    let from_onnx = boxes(onnx, Box::<CpuBackend>::default());
     // The mock runs the plan's ONNX through tract without edgert's own CPU kernels: the last bits
     // of a box may differ, nothing more.
     assert!(from_engine.len() > 10 && from_engine.len() == from_onnx.len(), "{} boxes", from_engine.len());
