@@ -52,17 +52,16 @@ pub fn write(path: &Path, names: &[String], outputs: &[HostTensor]) -> Result<()
         let name = names.get(k).filter(|n| !n.is_empty()).cloned().unwrap_or_else(|| format!("output_{k}"));
         arrays.push((name, npy(output).map_err(|e| fail(e.to_string()))?));
     }
-    outfile::write_atomically(path, |file| {
-        let mut zip = ZipWriter::new(file);
-        let options = SimpleFileOptions::default().compression_method(CompressionMethod::Stored);
-        for (name, bytes) in &arrays {
-            zip.start_file(format!("{name}.npy"), options)?;
-            zip.write_all(bytes)?;
-        }
-        zip.finish()?;
-        Ok(())
-    })
-    .map_err(|e| fail(e.to_string()))
+    // The archive is made in memory, then written: a ZipWriter dropped after a failed write (a
+    // full disk) prints its own message, which would come before edgert's one line.
+    let mut zip = ZipWriter::new(Cursor::new(Vec::new()));
+    let options = SimpleFileOptions::default().compression_method(CompressionMethod::Stored);
+    for (name, bytes) in &arrays {
+        zip.start_file(format!("{name}.npy"), options).map_err(|e| fail(e.to_string()))?;
+        zip.write_all(bytes).map_err(|e| fail(e.to_string()))?;
+    }
+    let archive = zip.finish().map_err(|e| fail(e.to_string()))?.into_inner();
+    outfile::write_atomically(path, |file| file.write_all(&archive)).map_err(|e| fail(e.to_string()))
 }
 
 /// One f32 array in `.npy` form.

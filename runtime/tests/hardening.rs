@@ -349,6 +349,13 @@ fn an_output_that_cannot_be_written_fails_before_the_run_and_a_full_disk_leaves_
         fails(&args, 1, &["/dev/full: cannot write: No space left on device"]);
         use std::os::unix::fs::FileTypeExt;
         assert!(std::fs::metadata("/dev/full").unwrap().file_type().is_char_device());
+        // Saved outputs (a zip archive) on a full disk: edgert's line alone, nothing from the
+        // zip library before it.
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink("/dev/full", dir.path().join("chelsea.png.npz")).unwrap();
+        let photo = image("chelsea.png");
+        let args = ["run", "-m", digits(), "--input", s(&photo), "--save-outputs", s(dir.path())];
+        fails(&args, 1, &["chelsea.png.npz", "No space left on device"]);
     }
 }
 
