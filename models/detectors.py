@@ -29,11 +29,12 @@ documented output layout and NVIDIA's DetectNet_v2 bounding-box parser (DeepStre
 Needs Python with `ultralytics onnx onnxruntime` (torch comes with ultralytics).
     python3 models/detectors.py --out models/detect --keep-models yolov8n,yolo11n,yolo26n,yolov8n_nms
 
-An INT8 variant of a kept model, for `validate` and `tune` to compare with its FP32 original:
+INT8 variants of a kept model, for `validate` and `tune` to compare with its FP32 original:
 onnxruntime's static quantization (QDQ, per-channel weights), calibrated on the photos in
-`images/` as Ultralytics preprocesses them, with the original's metadata:
+`images/` as Ultralytics preprocesses them, with the original's metadata; the convolutions
+only, and every operator (a broken export `validate` must catch):
 
-    detect/<name>_int8.onnx                 (--int8 yolov8n)
+    detect/<name>_int8.onnx, detect/<name>_int8_all.onnx      (--int8 yolov8n)
 """
 
 import argparse
@@ -206,13 +207,16 @@ def ultralytics_fixture(name, out_dir, keep, conf, iou, max_det, nc, seed):
 
 
 def quantize(out_dir, name):
+    """Two INT8 variants, both calibrated on the photos: `_int8` quantizes the convolutions, as a
+    YOLO is meant to be; `_int8_all` every operator onnxruntime can, its defaults, which puts the
+    head's last Concat in one UINT8 range: the class scores (0..1) beside the box coordinates
+    (0..224), where every score rounds to 0. `validate` must catch the second."""
     import cv2
     import onnx
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
     from ultralytics.data.augment import LetterBox
 
     source = out_dir / f"{name}.onnx"
-    target = out_dir / f"{name}_int8.onnx"
     photos = sorted(p for p in (HERE / "images").iterdir() if p.suffix in (".jpg", ".png"))
 
     class Photos(CalibrationDataReader):
@@ -226,13 +230,15 @@ def quantize(out_dir, name):
         def get_next(self):
             return next(self.batches, None)
 
-    quantize_static(str(source), str(target), Photos(), quant_format=QuantFormat.QDQ, per_channel=True,
-                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
-    original, quantized = onnx.load(str(source)), onnx.load(str(target))
-    del quantized.metadata_props[:]
-    quantized.metadata_props.extend(original.metadata_props)
-    onnx.save(quantized, str(target))
-    print(f"{target.name}: calibrated on {len(photos)} photos, {target.stat().st_size} bytes")
+    for suffix, ops in (("_int8", ["Conv"]), ("_int8_all", None)):
+        target = out_dir / f"{name}{suffix}.onnx"
+        quantize_static(str(source), str(target), Photos(), quant_format=QuantFormat.QDQ, per_channel=True,
+                        activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, op_types_to_quantize=ops)
+        original, quantized = onnx.load(str(source)), onnx.load(str(target))
+        del quantized.metadata_props[:]
+        quantized.metadata_props.extend(original.metadata_props)
+        onnx.save(quantized, str(target))
+        print(f"{target.name}: calibrated on {len(photos)} photos, {target.stat().st_size} bytes")
 
 
 def rtdetr_official_fixture(out_dir, conf, seed):
