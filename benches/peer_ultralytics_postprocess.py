@@ -14,8 +14,9 @@ Ultralytics: onnxruntime's output on the photo (Ultralytics' LetterBox), then th
 (torch.set_num_threads(1)); p50 and p99, nearest-rank. edgert: `edgert bench --backend ort` on the
 same model and photo, its postprocess stage (decode, NMS, boxes mapped to the photo, labels) over
 the same number of iterations; the inference before it runs on ONNX Runtime too, so both sides
-decode tensors from the same library (the letterbox differs in the last bits: the counts are
-printed). --imgsz and --classes give other shapes.
+decode the same tensor from the same library: the photo is letterboxed once, by Ultralytics, and
+both are given that picture, so neither resizes (the random network would magnify the last bits
+two resizers differ by). --imgsz and --classes give other shapes.
 
     /opt/venv/bin/python benches/peer_ultralytics_postprocess.py [--edgert target/release/edgert]
         [--work /tmp/edgert-yolo-bench] [--bias -8,-7,-6.5] [--runs 300]
@@ -80,7 +81,17 @@ def build(work, imgsz, classes, bias, seed):
     return target
 
 
-def time_ultralytics(onnx_path, imgsz, runs, conf, iou):
+def letterboxed(work, imgsz):
+    """The photo as Ultralytics letterboxes it, saved: the picture both sides are given."""
+    import cv2
+    from ultralytics.data.augment import LetterBox
+
+    path = work / f"bus_{imgsz}.png"
+    cv2.imwrite(str(path), LetterBox((imgsz, imgsz), auto=False)(image=cv2.imread(str(PHOTO))))
+    return path
+
+
+def time_ultralytics(onnx_path, photo, imgsz, runs, conf, iou):
     import cv2
     import onnxruntime as ort
     import torch
@@ -89,7 +100,7 @@ def time_ultralytics(onnx_path, imgsz, runs, conf, iou):
     from ultralytics.models.yolo.detect.predict import DetectionPredictor
 
     torch.set_num_threads(1)
-    image = cv2.imread(str(PHOTO))
+    image = cv2.imread(str(photo))
     x = LetterBox((imgsz, imgsz), auto=False)(image=image)[..., ::-1].transpose(2, 0, 1)[None]
     x = np.ascontiguousarray(x, dtype=np.float32) / 255.0
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
@@ -103,7 +114,7 @@ def time_ultralytics(onnx_path, imgsz, runs, conf, iou):
         names = {i: f"class{i}" for i in range(raw.shape[1] - 4)}
 
     predictor.model = Backend()
-    predictor.batch = [[str(PHOTO)]]
+    predictor.batch = [[str(photo)]]
     img = torch.from_numpy(x)
     passing = int((raw[0, 4:].amax(0) > conf).sum())
     for _ in range(20):
@@ -117,18 +128,18 @@ def time_ultralytics(onnx_path, imgsz, runs, conf, iou):
     return percentile(samples, 50), percentile(samples, 99), passing, len(results[0].boxes)
 
 
-def time_edgert(edgert, onnx_path, runs, env):
+def time_edgert(edgert, onnx_path, photo, runs, env):
     with tempfile.TemporaryDirectory() as tmp:
         report = os.path.join(tmp, "r.json")
         done = subprocess.run(
-            [edgert, "bench", "-m", str(onnx_path), "--input", str(PHOTO), "--backend", "ort", "--threads", "1",
+            [edgert, "bench", "-m", str(onnx_path), "--input", str(photo), "--backend", "ort", "--threads", "1",
              "--duration-s", "0", "--min-iterations", str(runs), "--json", report],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
         if done.returncode != 0:
             sys.exit(f"peer_ultralytics_postprocess.py: edgert bench failed: {done.stderr.strip()}")
         with open(report) as f:
             stage = json.load(f)["runs"][0]["stages"]["postprocess"]
-    done = subprocess.run([edgert, "run", "-m", str(onnx_path), "--input", str(PHOTO), "--backend", "ort", "--json"],
+    done = subprocess.run([edgert, "run", "-m", str(onnx_path), "--input", str(photo), "--backend", "ort", "--json"],
                           capture_output=True, text=True, env=env)
     if done.returncode != 0:
         sys.exit(f"peer_ultralytics_postprocess.py: edgert run failed: {done.stderr.strip()}")
@@ -162,10 +173,11 @@ def main():
           f"IoU 0.7, max_det 300\n")
     print("| class biases | boxes over 0.25 | postprocessing | p50 | p99 | boxes kept | p50 ratio |")
     print("|---|---|---|---|---|---|---|")
+    photo = letterboxed(args.work, args.imgsz)
     for bias in [float(b) for b in args.bias.split(",")]:
         onnx_path = build(args.work, args.imgsz, args.classes, bias, seed=0)
-        u50, u99, passing, u_found = time_ultralytics(onnx_path, args.imgsz, args.runs, 0.25, 0.7)
-        e50, e99, e_found = time_edgert(args.edgert, onnx_path, args.runs, env)
+        u50, u99, passing, u_found = time_ultralytics(onnx_path, photo, args.imgsz, args.runs, 0.25, 0.7)
+        e50, e99, e_found = time_edgert(args.edgert, onnx_path, photo, args.runs, env)
         print(f"| N({bias}, 1.5) | {passing} | Ultralytics predictor.postprocess (torch, 1 thread) | {u50:.3f} ms "
               f"| {u99:.3f} ms | {u_found} | 1 |")
         print(f"| N({bias}, 1.5) | {passing} | edgert postprocess stage | {e50:.3f} ms | {e99:.3f} ms | {e_found} "

@@ -42,14 +42,21 @@ impl Dense {
         let values = outputs[self.index].item(item);
         let mut found = Vec::new();
         if self.channels_first {
+            // Which boxes have a class over the threshold, found class by class along the rows,
+            // which lie contiguous (a box's classes are a whole output apart), in one read of the
+            // output; the best class is then looked up for those few boxes alone.
             let n = self.boxes;
-            let at = |row: usize, b: usize| values[row * n + b];
-            for b in 0..n {
-                let (class_id, score) = best((0..self.classes).map(|c| at(4 + c, b)));
-                if passes(score, confidence) {
-                    let bbox = corners(at(0, b), at(1, b), at(2, b), at(3, b));
-                    found.push(Candidate { class_id, score, bbox });
+            let mut any = vec![false; n];
+            for row in values[4 * n..(4 + self.classes) * n].chunks_exact(n) {
+                for (hit, &score) in any.iter_mut().zip(row) {
+                    *hit |= passes(score, confidence);
                 }
+            }
+            let at = |row: usize, b: usize| values[row * n + b];
+            for b in (0..n).filter(|&b| any[b]) {
+                let (class_id, score) = best((0..self.classes).map(|c| at(4 + c, b)));
+                let bbox = corners(at(0, b), at(1, b), at(2, b), at(3, b));
+                found.push(Candidate { class_id, score, bbox });
             }
         } else {
             let width = 5 + self.classes;
