@@ -209,7 +209,8 @@ fn a_folder_that_goes_away_mid_run_ends_it_in_one_line_with_the_summary() {
     while std::fs::read_dir(&folder).map_or(0, |d| d.count()) < 3 && started.elapsed().as_secs() < 10 {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
-    std::fs::remove_dir_all(&folder).unwrap();
+    // Renamed away in one step: removing it file by file races the frames still being written.
+    std::fs::rename(&folder, dir.path().join("gone")).unwrap();
     let out = child.wait_with_output().unwrap();
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
