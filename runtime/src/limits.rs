@@ -31,7 +31,11 @@ impl MemoryLimit {
         element_bytes: usize,
     ) -> Result<(), TooLarge> {
         let count = shape.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128));
-        let bytes = count.saturating_mul(element_bytes as u128);
+        self.check_bytes(what, count.saturating_mul(element_bytes as u128))
+    }
+
+    /// Refuses `bytes` past the limit; `what` names what would take them, made only for the error.
+    pub fn check_bytes(&self, what: impl FnOnce() -> String, bytes: u128) -> Result<(), TooLarge> {
         if bytes > self.bytes as u128 {
             return Err(TooLarge { what: what(), bytes, limit: self.bytes });
         }
@@ -67,9 +71,12 @@ pub struct TooLarge {
     pub limit: u64,
 }
 
-fn size(bytes: u128) -> String {
+/// `bytes` in the unit a person reads best: bytes below a MiB, then MiB, then GiB.
+pub fn size(bytes: u128) -> String {
     let mib = bytes as f64 / (1u64 << 20) as f64;
-    if mib >= 1024.0 {
+    if bytes < 1 << 20 {
+        format!("{bytes} bytes")
+    } else if mib >= 1024.0 {
         format!("{:.1} GiB", mib / 1024.0)
     } else {
         format!("{mib:.1} MiB")

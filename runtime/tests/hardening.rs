@@ -84,6 +84,14 @@ fn what_would_not_fit_in_memory_is_refused_before_it_is_allocated() {
     // The limit is the user's to set.
     let small = ["bench", "-m", digits(), "--batch", "100000", "--max-memory-mb", "1", "--duration-s", "0"];
     fails(&small, 2, &["24.4 MiB, more than the memory limit of 1.0 MiB (--max-memory-mb)"]);
+    // An input that fits by itself (512 KiB at batch 2000) but not beside tract's copy of it and
+    // the tensors the model makes from it; half that batch fits with them.
+    let peak = ["bench", "-m", digits(), "--batch", "2000", "--max-memory-mb", "1", "--duration-s", "0"];
+    let says = "running it (the input as edgert holds it, the weights, and at its peak the tensors alive at once) would take 1.5 MiB, more than the memory limit of 1.0 MiB";
+    fails(&peak, 2, &[says]);
+    let fits =
+        edgert(&["bench", "-m", digits(), "--batch", "1000", "--max-memory-mb", "1", "--duration-s", "0"]);
+    assert!(fits.status.success(), "{}", stderr(&fits));
 }
 
 #[test]
@@ -490,4 +498,102 @@ fn reports_read_back_refuse_negative_latencies_and_escape_control_characters() {
         2,
         &[s(&negative), "inference has a latency of -1"],
     );
+}
+
+fn fifo(dir: &Path, name: &str) -> PathBuf {
+    let path = dir.join(name);
+    let c = std::ffi::CString::new(s(&path)).unwrap();
+    // SAFETY: `c` is a NUL-terminated path that outlives the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0, "mkfifo {}", path.display());
+    path
+}
+
+/// A sparse file of `bytes`: its length alone is past what edgert reads.
+fn sparse(dir: &Path, name: &str, bytes: u64) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::File::create(&path).unwrap().set_len(bytes).unwrap();
+    path
+}
+
+#[test]
+fn fifos_devices_and_files_past_their_cap_are_refused_in_one_line_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let (model_fifo, manifest_fifo, image_fifo) =
+        (fifo(d, "model.onnx"), fifo(d, "model.toml"), fifo(d, "photo.png"));
+    let (arrivals_fifo, report_fifo) = (fifo(d, "arrivals.txt"), fifo(d, "report.json"));
+    let arrivals_huge = sparse(d, "arrivals-huge.txt", 65 << 20);
+    let report_huge = sparse(d, "report-huge.json", 257 << 20);
+    let image = image("chelsea.png");
+    let server = |arrivals: &Path| {
+        ["bench", "-m", digits(), "--scenario", "server", "--arrivals", s(arrivals), "--min-queries", "1"]
+            .map(String::from)
+            .to_vec()
+    };
+    let fifo_says = "is a FIFO, not a regular file";
+    let device_says = "is a character device, not a regular file";
+    let cases: Vec<(Vec<String>, &Path, &str)> = vec![
+        (vec!["inspect".into(), "-m".into(), s(&model_fifo).into()], &model_fifo, fifo_says),
+        (vec!["inspect".into(), "-m".into(), "/dev/zero".into()], Path::new("/dev/zero"), device_says),
+        (vec!["inspect".into(), "-m".into(), s(&manifest_fifo).into()], &manifest_fifo, fifo_says),
+        (
+            ["run", "-m", digits(), "--input", s(&image_fifo)].map(String::from).to_vec(),
+            &image_fifo,
+            fifo_says,
+        ),
+        (
+            ["run", "-m", digits(), "--input", "/dev/urandom"].map(String::from).to_vec(),
+            Path::new("/dev/urandom"),
+            device_says,
+        ),
+        (server(&arrivals_fifo), &arrivals_fifo, fifo_says),
+        (server(Path::new("/dev/zero")), Path::new("/dev/zero"), device_says),
+        (
+            server(&arrivals_huge),
+            &arrivals_huge,
+            "is 65.0 MiB long, more than the 64.0 MiB an arrivals file may be",
+        ),
+        (vec!["report".into(), "merge".into(), s(&report_fifo).into()], &report_fifo, fifo_says),
+        (vec!["report".into(), "merge".into(), "/dev/zero".into()], Path::new("/dev/zero"), device_says),
+        (
+            vec!["report".into(), "merge".into(), s(&report_huge).into()],
+            &report_huge,
+            "is 257.0 MiB long, more than the 256.0 MiB a report may be",
+        ),
+    ];
+    for (args, path, says) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        fails(&args, 2, &[&format!("{}: {says}", path.display())]);
+    }
+    // A regular photo is read as before.
+    let out = edgert(&["run", "-m", digits(), "--input", s(&image)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// A board's sensor files made FIFOs and devices (a fixture tree, or a driver gone wrong): `info`,
+/// `monitor` and `doctor` read what else there is and end.
+#[test]
+fn sensor_files_that_are_fifos_or_devices_do_not_hang_info_monitor_or_doctor() {
+    let root = tempfile::tempdir().unwrap();
+    copy_tree(&fixture("orin-nano-jp6"), root.path());
+    for file in ["sys/class/thermal/thermal_zone0/temp", "sys/class/hwmon/hwmon1/in1_input"] {
+        let path = root.path().join(file);
+        std::fs::remove_file(&path).unwrap();
+        fifo(path.parent().unwrap(), path.file_name().unwrap().to_str().unwrap());
+    }
+    let meminfo = root.path().join("proc/meminfo");
+    if meminfo.exists() {
+        std::fs::remove_file(&meminfo).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &meminfo).unwrap();
+    }
+    let r = s(root.path());
+    for args in [
+        vec!["info", "--sysfs-root", r],
+        vec!["monitor", "--count", "2", "--interval-ms", "20", "--sysfs-root", r],
+        vec!["doctor", "--sysfs-root", r, "--only", "cpu,platform"],
+    ] {
+        let out = edgert_within(&args, Duration::from_secs(60));
+        assert!(!stderr(&out).contains("panicked"), "{args:?}: {}", stderr(&out));
+        assert_ne!(out.status.code(), Some(101), "{args:?}");
+    }
 }

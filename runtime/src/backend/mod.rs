@@ -14,6 +14,7 @@ pub mod ort;
 pub mod tensorrt;
 mod tract_cache;
 mod tract_checks;
+mod tract_memory;
 pub mod tract_model;
 pub mod tract_ops;
 

@@ -11,9 +11,8 @@ use tract_onnx::tract_core::runtime::{Runnable, State};
 use tract_onnx::tract_hir::internal::DimLike;
 
 use super::tract_cache::{self, CacheKey, LoadCache};
-use super::{cannot_run, constant_dequantize, tract_checks, PrepareOptions, Prepared, Session};
+use super::{cannot_run, constant_dequantize, tract_checks, tract_memory, PrepareOptions, Prepared, Session};
 use crate::error::one_line;
-use crate::limits::MemoryLimit;
 use crate::model::{onnx, spec_defaults, Model};
 use crate::panics::contained;
 use crate::tensor::ElementType;
@@ -28,8 +27,8 @@ pub struct TractModel {
 }
 
 /// Parses the model, pins its input to the batch size and declutters it, or reads that result from
-/// the load cache where one is set (`tract_cache`); refuses it where one of its tensors would take
-/// more than the memory limit.
+/// the load cache where one is set (`tract_cache`); refuses it where it would take more than the
+/// memory limit (`tract_memory`).
 pub fn decluttered(model: &Model, options: &PrepareOptions, backend: &str) -> Result<TractModel> {
     let batch = options.batch;
     let path = &model.onnx_path;
@@ -54,7 +53,7 @@ pub fn decluttered(model: &Model, options: &PrepareOptions, backend: &str) -> Re
         }
         None => analyse()?,
     };
-    check_memory(path, &typed, options.memory)?;
+    tract_memory::check(path, &typed, options.memory, backend)?;
     let outputs = typed
         .output_outlets()
         .map_err(|e| invalid("outputs", e))?
@@ -78,19 +77,6 @@ pub fn decluttered(model: &Model, options: &PrepareOptions, backend: &str) -> Re
         dtype: dtype.into(),
     };
     Ok(TractModel { typed, input, outputs })
-}
-
-/// Every tensor whose size the analysis knows, against the limit: a model may ask for any shape,
-/// and tract aborts the process when an allocation fails.
-fn check_memory(path: &Path, typed: &TypedModel, limit: MemoryLimit) -> Result<()> {
-    for node in typed.nodes() {
-        for output in &node.outputs {
-            let Some(shape) = output.fact.shape.as_concrete() else { continue };
-            let what = || format!("{}: a tensor of shape {shape:?} (node '{}')", path.display(), node.name);
-            limit.check(what, shape, output.fact.datum_type.size_of())?;
-        }
-    }
-    Ok(())
 }
 
 /// tract's element type as edgert's; quantized 8- and 32-bit values by their storage type.

@@ -39,7 +39,7 @@ pub fn list_images(path: &Path) -> Result<Vec<PathBuf>> {
 
 /// Decodes an image file; anything undecodable is reported as "not an image".
 pub fn load_image(path: &Path) -> Result<DynamicImage> {
-    let bytes = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+    let bytes = crate::infile::read(path, crate::infile::IMAGE)?;
     if mjpeg::is_jpeg(&bytes) && mjpeg::end_of_image(&bytes).is_none() {
         return Err(Error::input(
             path,

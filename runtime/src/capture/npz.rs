@@ -1,7 +1,6 @@
 //! Labelled tensor sets in `.npz` files: `x` (N, ...) f32 samples and optional `y` integer labels,
 //! as the digits and MNIST test sets ship.
 
-use std::fs::File;
 use std::io::{BufReader, Read, Seek};
 use std::path::Path;
 
@@ -41,7 +40,7 @@ impl TensorSet {
 /// Reads `x` and `y`, checking that each sample has `item_shape` (the model input without batch).
 pub fn load(path: &Path, item_shape: &[usize]) -> Result<TensorSet> {
     let bad = |reason: String| Error::input(path, reason);
-    let file = File::open(path).map_err(|e| bad(format!("cannot open ({e})")))?;
+    let file = crate::infile::open(path, crate::infile::TENSORS)?;
     let mut archive =
         ZipArchive::new(BufReader::new(file)).map_err(|e| bad(format!("not a readable .npz ({e})")))?;
     let mut count = 0;

@@ -151,7 +151,7 @@ fn light_cases(root: &Path) -> Result<Vec<Case>> {
     }
     for dir in folders(&real)? {
         let json = dir.join("data.json");
-        let text = std::fs::read_to_string(&json).map_err(|e| Error::read(&json, e))?;
+        let text = crate::infile::read_to_string(&json, crate::infile::TEXT)?;
         let data: serde_json::Value =
             serde_json::from_str(&text).map_err(|e| Error::input(&json, format!("not JSON: {e}")))?;
         let Some(file) = data["url"].as_str().and_then(|u| u.strip_prefix("onnx/backend/test/data/light/"))
@@ -177,7 +177,7 @@ fn light_cases(root: &Path) -> Result<Vec<Case>> {
 
 /// A serialized TensorProto.
 pub fn read_tensor(path: &Path) -> Result<Values> {
-    let bytes = std::fs::read(path).map_err(|e| Error::read(path, e))?;
+    let bytes = crate::infile::read(path, crate::infile::TENSORS)?;
     let fail = |reason: String| Error::input(path, reason);
     let proto = pb::TensorProto::decode(&*bytes).map_err(|e| fail(format!("not a TensorProto: {e}")))?;
     let tensor = tract_onnx::tensor::load_tensor(&*onnx::framework().provider, &proto, None)

@@ -44,7 +44,7 @@ fn ptx_cached_in(dir: &Path, name: &str, source: &str, sm: (i32, i32)) -> Result
     let key = Sha256::digest(format!("{source}\n{arch}\nnvrtc {}.{}", nvrtc.0, nvrtc.1).as_bytes());
     let hex: String = key.iter().take(8).map(|b| format!("{b:02x}")).collect();
     let path = dir.join(format!("{name}-{arch}-nvrtc{}.{}-{hex}.ptx", nvrtc.0, nvrtc.1));
-    if let Ok(text) = std::fs::read_to_string(&path) {
+    if let Ok(text) = crate::infile::read_to_string(&path, crate::infile::TEXT) {
         return Ok(Ptx::from_src(text));
     }
     let options = CompileOptions {

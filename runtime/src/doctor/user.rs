@@ -59,7 +59,8 @@ fn video_gid(group_file: &str) -> Option<u32> {
 }
 
 fn video_group(options: &Options, facts: &Facts) -> Outcome {
-    let text = std::fs::read_to_string(options.root.join("etc/group")).unwrap_or_default();
+    let text = crate::infile::read_to_string(&options.root.join("etc/group"), crate::infile::SENSOR)
+        .unwrap_or_default();
     video_member(video_gid(&text), &Identity::current(), facts.jetson)
 }
 

@@ -24,7 +24,7 @@ impl Host {
 
 /// The CPU model from `/proc/cpuinfo` (`model name` on x86, `Model`/`CPU part` on ARM).
 fn cpu_model() -> Option<String> {
-    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let info = crate::infile::read_to_string("/proc/cpuinfo".as_ref(), crate::infile::SENSOR).ok()?;
     parse_cpu_model(&info)
 }
 

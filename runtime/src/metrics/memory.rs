@@ -26,7 +26,7 @@ pub fn reset_peak_rss() -> bool {
 }
 
 fn read_status(path: &Path) -> Option<String> {
-    std::fs::read_to_string(path).ok()
+    crate::infile::read_to_string(path, crate::infile::SENSOR).ok()
 }
 
 #[cfg(test)]

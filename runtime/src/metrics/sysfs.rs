@@ -14,7 +14,7 @@ pub fn root() -> PathBuf {
 /// A file's text without surrounding whitespace or the NULs device-tree strings end with;
 /// `None` when unreadable or empty.
 pub fn read_trimmed(path: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(path).ok()?;
+    let text = crate::infile::read_to_string(path, crate::infile::SENSOR).ok()?;
     let text = text.trim_matches(|c: char| c.is_whitespace() || c == '\0');
     (!text.is_empty()).then(|| text.to_string())
 }
@@ -45,7 +45,7 @@ pub struct NumberFile {
 
 impl NumberFile {
     pub fn new(path: &Path) -> NumberFile {
-        let file = std::fs::File::open(path).map_err(|e| unreadable(path, e));
+        let file = crate::infile::try_open(path, crate::infile::SENSOR).map_err(|e| unreadable(path, e));
         NumberFile { path: path.to_owned(), file }
     }
 
@@ -69,7 +69,7 @@ impl NumberFile {
     }
 }
 
-pub fn unreadable(path: &Path, err: std::io::Error) -> SensorError {
+pub fn unreadable(path: &Path, err: impl std::fmt::Display) -> SensorError {
     SensorError::Unreadable { path: path.to_owned(), reason: err.to_string() }
 }
 

@@ -23,7 +23,7 @@ pub struct SystemMemory {
 impl SystemMemory {
     /// Reads `proc/meminfo` under `root`; `None` where it is missing or lacks the basic fields.
     pub fn read(root: &Path) -> Option<SystemMemory> {
-        parse(&std::fs::read_to_string(root.join("proc/meminfo")).ok()?)
+        parse(&crate::infile::read_to_string(&root.join("proc/meminfo"), crate::infile::SENSOR).ok()?)
     }
 }
 

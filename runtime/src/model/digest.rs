@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 use crate::{Error, Result};
 
 pub fn sha256_file(path: &Path) -> Result<String> {
-    let mut file = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;
+    let mut file = crate::infile::open(path, crate::infile::MODEL)?;
     let mut hasher = Sha256::new();
     let mut buffer = vec![0u8; 1 << 20];
     loop {

@@ -23,7 +23,7 @@ pub fn split(bytes: &[u8]) -> Option<(serde_json::Value, usize)> {
 
 /// The header of the engine file at `path`, reading no more than it can hold.
 pub fn read(path: &Path) -> Result<Option<serde_json::Value>> {
-    let file = std::fs::File::open(path).map_err(|e| Error::read(path, e))?;
+    let file = crate::infile::open(path, crate::infile::MODEL)?;
     let mut head = Vec::new();
     file.take(4 + MAX_HEADER as u64).read_to_end(&mut head).map_err(|e| Error::read(path, e))?;
     if head.is_empty() {

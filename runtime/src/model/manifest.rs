@@ -514,7 +514,7 @@ impl YoloSpec {
 impl Manifest {
     /// Reads and parses a manifest; checks that need the model come later.
     pub fn read(path: &Path) -> Result<Manifest> {
-        let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
+        let text = crate::infile::read_to_string(path, crate::infile::TEXT)?;
         let manifest: Manifest = toml::from_str(&text).map_err(|e| {
             Error::manifest(path, format!("invalid manifest: {}", crate::error::one_line(&e)))
         })?;

@@ -168,7 +168,7 @@ impl Model {
         use prost::Message;
         match (&self.proto, self.graph_edited) {
             (Some(proto), true) => Ok(proto.encode_to_vec()),
-            _ => std::fs::read(&self.onnx_path).map_err(|e| Error::read(&self.onnx_path, e)),
+            _ => crate::infile::read(&self.onnx_path, crate::infile::MODEL),
         }
     }
 
@@ -336,6 +336,6 @@ fn check_against_model(
 }
 
 fn read_labels(path: &Path) -> Result<Vec<String>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
+    let text = crate::infile::read_to_string(path, crate::infile::TEXT)?;
     Ok(text.lines().map(|l| l.trim().to_string()).collect())
 }

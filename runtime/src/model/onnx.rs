@@ -19,10 +19,8 @@ pub fn framework() -> tract_onnx::Onnx {
 
 /// Reads and decodes the protobuf; rejects files that decode to no usable graph.
 pub fn read_proto(path: &Path) -> Result<pb::ModelProto> {
-    let meta = std::fs::metadata(path).map_err(|e| Error::read(path, e))?;
-    if meta.is_dir() {
-        return Err(Error::read(path, "is a folder, not a model file"));
-    }
+    // tract maps the file it opens itself: this checks what it is, and its length, first.
+    crate::infile::open(path, crate::infile::MODEL)?;
     let proto = framework().proto_model_for_path(path).map_err(|e| Error::InvalidModel {
         path: path.to_owned(),
         reason: format!("{} (truncated or corrupt file?)", one_line(&e)),

@@ -172,7 +172,7 @@ impl BenchFile {
 }
 
 pub(super) fn read_json(path: &Path) -> Result<serde_json::Value> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
+    let text = crate::infile::read_to_string(path, crate::infile::REPORT)?;
     serde_json::from_str(&text).map_err(|e| Error::input(path, format!("not a JSON report: {e}")))
 }
 

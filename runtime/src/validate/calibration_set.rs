@@ -47,7 +47,7 @@ impl CalibrationSet for CalibrationData {
         };
         let mut hasher = Sha256::new();
         for file in files {
-            hasher.update(std::fs::read(&file).map_err(|e| Error::read(&file, e))?);
+            hasher.update(crate::infile::read(&file, crate::infile::TENSORS)?);
         }
         Ok(hasher.finalize().iter().map(|b| format!("{b:02x}")).collect())
     }

@@ -119,9 +119,30 @@ pub fn missing(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml").join(name)
 }
 
-/// Runs edgert and checks the failure: exit code, one line, the message parts, no panic.
+/// Runs edgert as `edgert` does, killing it if it has not ended within `limit`: a test of a
+/// command that must not block fails rather than hangs.
+pub fn edgert_within(args: &[&str], limit: std::time::Duration) -> Output {
+    let child = command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("edgert starts");
+    let pid = child.id() as i32;
+    let (ended, wait) = std::sync::mpsc::channel::<()>();
+    let watchdog = std::thread::spawn(move || {
+        let late = wait.recv_timeout(limit).is_err();
+        if late {
+            // SAFETY: kill(2) on the child, which the test thread has not reaped: it is waiting.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+        late
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = ended.send(());
+    assert!(!watchdog.join().unwrap(), "{args:?} did not end within {limit:?}");
+    out
+}
+
+/// Runs edgert (within a minute) and checks the failure: exit code, one line, the message parts,
+/// no panic.
 pub fn fails(args: &[&str], code: i32, parts: &[&str]) {
-    let out = edgert(args);
+    let out = edgert_within(args, std::time::Duration::from_secs(60));
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(code), "{args:?}: {err}");
     assert_eq!(err.lines().count(), 1, "one line: {err}");

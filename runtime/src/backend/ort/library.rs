@@ -3,6 +3,7 @@
 //! the file's architecture and version are checked, so a wrong library is a clear error naming the
 //! file and what was found, not a crash.
 
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use super::error::LibraryError;
@@ -98,8 +99,10 @@ fn machine_name(code: u16) -> String {
 
 /// Checks that `path` is a 64-bit ELF library for this machine's architecture.
 pub fn check_elf(path: &Path) -> Result<(), LibraryError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| LibraryError::Unreadable { path: path.to_owned(), reason: e.to_string() })?;
+    let unreadable = |reason: String| LibraryError::Unreadable { path: path.to_owned(), reason };
+    let file = crate::infile::try_open(path, crate::infile::LIBRARY).map_err(unreadable)?;
+    let mut bytes = Vec::with_capacity(20);
+    file.take(20).read_to_end(&mut bytes).map_err(|e| unreadable(e.to_string()))?;
     if bytes.len() < 20 || &bytes[..4] != b"\x7fELF" {
         return Err(LibraryError::NotElf { path: path.to_owned() });
     }

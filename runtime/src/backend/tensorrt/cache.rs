@@ -77,12 +77,11 @@ pub fn sidecar_path(engine: &Path) -> PathBuf {
 /// What edgert wrote beside an engine, if it was built by edgert.
 pub fn read_info(engine: &Path) -> Result<Option<EngineInfo>> {
     let path = sidecar_path(engine);
-    match std::fs::read(&path) {
-        Ok(bytes) => serde_json::from_slice(&bytes)
+    match crate::infile::read_if_present(&path, crate::infile::TEXT)? {
+        Some(bytes) => serde_json::from_slice(&bytes)
             .map(Some)
             .map_err(|e| Error::read(&path, format!("not an edgert engine description: {e}"))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::read(&path, e)),
+        None => Ok(None),
     }
 }
 
@@ -122,11 +121,7 @@ impl EngineCache {
             Some(stored) if &stored == info => {}
             _ => return Ok(None),
         }
-        match std::fs::read(&path) {
-            Ok(plan) => Ok(Some(plan)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Error::read(&path, e)),
-        }
+        crate::infile::read_if_present(&path, crate::infile::MODEL)
     }
 
     pub fn store(&self, info: &EngineInfo, plan: &[u8]) -> Result<PathBuf> {

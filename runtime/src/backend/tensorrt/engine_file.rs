@@ -8,7 +8,7 @@ use crate::{Error, Result};
 
 /// The plan of the engine file at `path`, without any Ultralytics header.
 pub fn read_plan(path: &Path) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(path).map_err(|e| Error::read(path, e.to_string()))?;
+    let bytes = crate::infile::read(path, crate::infile::MODEL)?;
     if bytes.is_empty() {
         return Err(Error::read(path, "the file is empty: not a TensorRT engine"));
     }

@@ -339,8 +339,8 @@ fn planned(
 /// Reads a cache file that may not exist yet.
 fn read_if_present(file: Option<&Path>) -> Result<Vec<u8>> {
     match file {
-        Some(file) if file.exists() => std::fs::read(file).map_err(|e| Error::read(file, e)),
-        _ => Ok(Vec::new()),
+        Some(file) => Ok(crate::infile::read_if_present(file, crate::infile::MODEL)?.unwrap_or_default()),
+        None => Ok(Vec::new()),
     }
 }
 

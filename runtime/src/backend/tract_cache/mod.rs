@@ -14,7 +14,6 @@
 //! cannot be read is rebuilt, one that cannot be written is skipped, each with a warning naming
 //! the file.
 
-use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
@@ -103,7 +102,8 @@ impl LoadCache {
 /// The architecture and, where the kernel lists them, the CPU's features: a home folder shared
 /// between machines, or copied with a board image, must not hand one CPU's analysis to another.
 fn cpu_identity() -> String {
-    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let cpuinfo =
+        crate::infile::read_to_string("/proc/cpuinfo".as_ref(), crate::infile::SENSOR).unwrap_or_default();
     let features =
         cpuinfo.lines().find(|l| l.starts_with("flags") || l.starts_with("Features")).unwrap_or("");
     format!("{} {}", std::env::consts::ARCH, features.split(':').nth(1).unwrap_or("").trim())
@@ -122,11 +122,10 @@ fn nnef() -> &'static Nnef {
 
 /// The model stored at `path`, decluttered; `None` when there is none.
 pub fn read(path: &Path) -> Result<Option<TypedModel>, CacheError> {
-    let file = match File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(CacheError::Io(e)),
-    };
+    if std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Ok(None);
+    }
+    let file = crate::infile::try_open(path, crate::infile::MODEL).map_err(CacheError::Unreadable)?;
     let model = nnef().model_for_read(&mut BufReader::new(file)).and_then(|m| m.into_decluttered());
     model.map(Some).map_err(|e| CacheError::Model(one_line(&e)))
 }
@@ -136,6 +135,9 @@ pub fn read(path: &Path) -> Result<Option<TypedModel>, CacheError> {
 pub enum CacheError {
     #[error("{0}")]
     Io(#[from] std::io::Error),
+    /// An entry that is not a regular file, or is longer than a model may be.
+    #[error("{0}")]
+    Unreadable(String),
     /// An entry tract cannot read back as a model (damaged, or from another tract).
     #[error("not a model: {0}")]
     Model(String),

@@ -2,7 +2,8 @@
 //! users run: depthwise convolutions (MobileNet's half of the time), 1×1 convolutions (a matrix
 //! product each), dense convolutions with a shallow product (a network's first) and the
 //! QuantizeLinear → DequantizeLinear pairs of INT8 QDQ models, each with the ReLU or ReLU6 next
-//! to it folded in; and max pooling (YOLO's downsampling).
+//! to it folded in; max pooling (YOLO's downsampling); and softmaxes over an inner axis (YOLOv8's
+//! box decoding).
 //! `rewrite` swaps them into a decluttered model before tract optimizes it, moving the channels
 //! last around the depthwise and 1×1 convolutions on the way (`channel_order`); anything they do
 //! not cover stays tract's.
@@ -24,6 +25,7 @@ mod pointwise;
 mod pointwise_narrow;
 #[cfg(test)]
 mod pointwise_tests;
+mod softmax;
 #[cfg(test)]
 pub(super) mod tests;
 pub mod threads;
@@ -33,6 +35,7 @@ use tract_onnx::tract_core::model::Rewriter;
 use tract_onnx::tract_core::ops::cnn::{Conv, MaxPool};
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
+use tract_onnx::tract_core::ops::nn::Softmax;
 
 /// Replaces what edgert's operators cover in a decluttered model.
 pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
@@ -40,6 +43,7 @@ pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
         .with_rule_for::<Conv>("edgert-depthwise", depthwise::rule)
         .with_rule_for::<Conv>("edgert-conv", conv::rule)
         .with_rule_for::<MaxPool>("edgert-maxpool", maxpool::rule)
+        .with_rule_for::<Softmax>("edgert-softmax", softmax::rule)
         .rewrite(&(), model)?;
     channel_order::channels_last(model)?;
     Rewriter::<()>::default()

@@ -34,7 +34,7 @@ pub fn periodic(interval: Duration, count: usize) -> Vec<Duration> {
 /// comments skipped). Times are shifted so the first query arrives at the start: a file of
 /// Unix timestamps replays as it was recorded.
 pub fn read(path: &Path) -> Result<Vec<Duration>> {
-    let text = std::fs::read_to_string(path).map_err(|e| Error::read(path, e))?;
+    let text = crate::infile::read_to_string(path, crate::infile::ARRIVALS)?;
     let mut times = Vec::new();
     for (number, line) in text.lines().enumerate().map(|(i, l)| (i + 1, l)) {
         let line = line.split('#').next().unwrap_or("").trim();

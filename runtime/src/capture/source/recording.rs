@@ -155,7 +155,7 @@ pub struct Reader {
 impl Reader {
     pub fn open(dir: &Path) -> Result<Reader> {
         let index_path = dir.join(INDEX);
-        let text = std::fs::read_to_string(&index_path).map_err(|e| Error::read(&index_path, e))?;
+        let text = crate::infile::read_to_string(&index_path, crate::infile::TEXT)?;
         let index: Index = serde_json::from_str(&text)
             .map_err(|e| Error::input(&index_path, format!("not a recording index: {e}")))?;
         if index.schema != SCHEMA {
@@ -179,7 +179,7 @@ impl Reader {
             return Err(Error::input(&index_path, "the recording has no frames"));
         }
         let raw_path = dir.join(RAW);
-        let raw = File::open(&raw_path).map_err(|e| Error::read(&raw_path, e))?;
+        let raw = crate::infile::open(&raw_path, crate::infile::STREAMED)?;
         let raw_len = raw.metadata().map_err(|e| Error::read(&raw_path, e))?.len();
         let frame_bytes = format.frame_bytes(index.stride, index.height);
         for (i, entry) in index.frames.iter().enumerate() {

@@ -25,7 +25,7 @@ pub fn zones(root: &Path) -> Result<Vec<Rail>, SensorError> {
             continue;
         }
         let energy = dir.join("energy_uj");
-        if let Err(e) = std::fs::read_to_string(&energy) {
+        if let Err(e) = crate::infile::read_to_string(&energy, crate::infile::SENSOR) {
             unreadable.get_or_insert(SensorError::RaplUnreadable { path: energy, reason: e.to_string() });
             continue;
         }
