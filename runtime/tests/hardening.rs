@@ -396,6 +396,40 @@ fn sigterm_stops_a_plain_bench_and_a_capture_with_what_they_measured_written() {
     assert!(out.status.success(), "the interrupted recording replays: {}", stderr(&out));
 }
 
+/// Starts edgert, sends SIGTERM after `after`, and waits for it: its output, and how long it
+/// took to end after the signal.
+fn terminated_timed(args: &[&str], after: Duration) -> (std::process::Output, Duration) {
+    let child = command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(after);
+    let signalled = Instant::now();
+    // SAFETY: kill(2) on a child this test started and has not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    (out, signalled.elapsed())
+}
+
+/// A command blocked where it cannot look at the stop (here, one inference of several seconds)
+/// ends a second after SIGTERM, in one line; one that has nothing to end early with ends at once.
+#[test]
+fn sigterm_ends_a_blocked_command_within_a_second_and_any_other_at_once() {
+    let mobilenet = model("mobilenetv2_fp32.toml");
+    let args = ["bench", "-m", s(&mobilenet), "--batch", "64", "--duration-s", "60"];
+    let (out, took) = terminated_timed(&args, Duration::from_secs(3));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(took < Duration::from_secs(3), "ended {took:?} after the signal: {err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("edgert: error: ")).collect();
+    assert_eq!(errors, ["edgert: error: bench interrupted by a signal"], "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+
+    let root = fixture("orin-nano-jp6");
+    let monitor = ["monitor", "--interval-ms", "100", "--sysfs-root", s(&root)];
+    let (out, took) = terminated_timed(&monitor, Duration::from_secs(if emulated() { 5 } else { 1 }));
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(took < Duration::from_millis(500), "ended {took:?} after the signal");
+    assert_eq!(stderr(&out), "edgert: error: monitor interrupted by a signal\n");
+}
+
 /// A folder of `n` copies of a photo (links), labelled 3 by a CSV: data that takes a while to
 /// decode, for the digits models (which shrink it to 8×8 grey) to compare.
 fn many_photos(dir: &Path, n: usize) -> (PathBuf, PathBuf) {

@@ -10,7 +10,7 @@ use std::time::Instant;
 use clap::Args;
 
 use super::measure_args::{PowerArgs, TimingArgs};
-use super::source_args::{stop_on_signal, INTERRUPTED};
+use super::stop::INTERRUPTED;
 use super::{emit, ModelArgs};
 use crate::bench::{self, output, BenchConfig, Progress, SourceBench};
 use crate::output::SharedOutputs;
@@ -93,8 +93,8 @@ impl BenchArgs {
     }
 }
 
-pub fn main(args: BenchArgs) -> anyhow::Result<ExitCode> {
-    let config = args.config(stop_on_signal()?)?;
+pub fn main(args: BenchArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> {
+    let config = args.config(stop)?;
     let read = Instant::now();
     let model = args.model.load()?;
     let model_read = read.elapsed();

@@ -3,13 +3,16 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 
 use super::emit;
-use super::source_args::{seconds, stop_on_signal, OpenArgs, INTERRUPTED};
+use super::source_args::{seconds, OpenArgs};
+use super::stop::INTERRUPTED;
 use crate::capture::source::recording::Writer;
 use crate::capture::source::{self, Capture, SourceOptions};
 use crate::Error;
@@ -34,7 +37,7 @@ pub struct CaptureArgs {
     timeout_s: f64,
 }
 
-pub fn main(args: CaptureArgs) -> anyhow::Result<ExitCode> {
+pub fn main(args: CaptureArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> {
     // An MJPEG camera's frames are stored as they came, not re-encoded.
     let options = SourceOptions { keep_encoded: true, ..args.open.options() };
     let mut source = source::open(&args.source, &options)?;
@@ -43,7 +46,6 @@ pub fn main(args: CaptureArgs) -> anyhow::Result<ExitCode> {
         eprintln!("edgert: {}: {detail}", info.uri);
     }
     // Ctrl-C or SIGTERM ends the recording with the frames so far, index and all.
-    let stop = stop_on_signal()?;
     let mut writer = Writer::create(&args.out, &info)?;
     let timeout = Duration::from_secs_f64(args.timeout_s);
     let started = Instant::now();

@@ -21,11 +21,14 @@ mod run;
 mod run_source;
 mod scenario_args;
 mod source_args;
+mod stop;
 mod tune;
 mod validate;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -71,6 +74,28 @@ enum Command {
     BuildEngine(build_engine::BuildEngineArgs),
     /// Check every hardware path on this board, layer by layer: pass, fail (with the fix) or skip (why).
     Doctor(doctor::DoctorArgs),
+}
+
+impl Command {
+    /// Ctrl-C and SIGTERM handled for this command (`stop`): the commands that end early with what
+    /// they have get `stop::GRACE` to, the others end at once.
+    fn stop_on_signal(&self) -> anyhow::Result<Arc<AtomicBool>> {
+        let (name, ends_early) = match self {
+            Command::Run(args) => ("run", args.source.source.is_some()),
+            Command::Bench(_) => ("bench", true),
+            Command::Capture(_) => ("capture", true),
+            Command::Inspect(_) => ("inspect", false),
+            Command::Manifest(_) => ("manifest", false),
+            Command::Info(_) => ("info", false),
+            Command::Monitor(_) => ("monitor", false),
+            Command::Validate(_) => ("validate", true),
+            Command::Tune(_) => ("tune", true),
+            Command::Report(_) => ("report", false),
+            Command::BuildEngine(_) => ("build-engine", false),
+            Command::Doctor(_) => ("doctor", false),
+        };
+        stop::on_signal(name, if ends_early { stop::GRACE } else { std::time::Duration::ZERO })
+    }
 }
 
 /// How a command names its model.
@@ -222,20 +247,20 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let result = match cli.command {
-        Command::Run(args) => run::main(args),
-        Command::Bench(args) => bench::main(*args),
-        Command::Capture(args) => capture::main(args),
+    let result = cli.command.stop_on_signal().and_then(|stop| match cli.command {
+        Command::Run(args) => run::main(args, stop),
+        Command::Bench(args) => bench::main(*args, stop),
+        Command::Capture(args) => capture::main(args, stop),
         Command::Inspect(args) => inspect::main(args),
         Command::Manifest(args) => manifest::main(args),
         Command::Info(args) => info::main(args),
         Command::Monitor(args) => monitor::main(args),
-        Command::Validate(args) => validate::main(args),
-        Command::Tune(args) => tune::main(args),
+        Command::Validate(args) => validate::main(args, stop),
+        Command::Tune(args) => tune::main(args, stop),
         Command::Report(args) => report::main(args),
         Command::BuildEngine(args) => build_engine::main(args),
         Command::Doctor(args) => doctor::main(args),
-    };
+    });
     match result {
         Ok(code) => code,
         Err(err) => {

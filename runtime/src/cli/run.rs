@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use super::prediction_text::format_prediction;
 use super::{emit, ModelArgs};
@@ -24,7 +26,7 @@ pub struct RunArgs {
     #[arg(long, short, value_name = "PATH")]
     input: Option<PathBuf>,
     #[command(flatten)]
-    source: super::source_args::SourceArgs,
+    pub(super) source: super::source_args::SourceArgs,
     /// With --source: stop after this many frames.
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     frames: Option<u64>,
@@ -70,7 +72,7 @@ impl Emit<'_> {
     }
 }
 
-pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
+pub fn main(args: RunArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> {
     args.source.check(&[("--frames", args.frames.is_some()), ("--duration-s", args.duration_s.is_some())])?;
     if args.save_outputs.is_some() && args.input.is_none() {
         // clap's `requires` does not see through the `what` group.
@@ -94,7 +96,14 @@ pub fn main(args: RunArgs) -> anyhow::Result<ExitCode> {
     match &args.input {
         Some(input) if capture::is_npz(input) => run_tensors(&mut pipeline, input, &emit),
         Some(input) => run_images(&mut pipeline, input, &emit),
-        None => super::run_source::main(&mut pipeline, &args.source, args.frames, args.duration_s, args.json),
+        None => super::run_source::main(
+            &mut pipeline,
+            &args.source,
+            args.frames,
+            args.duration_s,
+            args.json,
+            stop,
+        ),
     }
 }
 

@@ -3,13 +3,16 @@
 //! the summary of what ran, and a non-zero exit.
 
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
 
 use super::emit;
 use super::prediction_text::prediction_text;
-use super::source_args::{stop_on_signal, SourceArgs, INTERRUPTED};
+use super::source_args::SourceArgs;
+use super::stop::INTERRUPTED;
 use crate::capture::source;
 use crate::metrics::stats::ms;
 use crate::pipeline::Pipeline;
@@ -22,6 +25,7 @@ pub fn main(
     frames: Option<u64>,
     duration_s: Option<f64>,
     json: bool,
+    stop: Arc<AtomicBool>,
 ) -> anyhow::Result<ExitCode> {
     let uri = args.source.as_deref().expect("clap requires --source without --input");
     let mut outputs = args.show.open(std::path::Path::new("/"))?;
@@ -34,7 +38,6 @@ pub fn main(
     let mut config = args.stream();
     config.frames = frames;
     config.duration = duration_s.map(Duration::from_secs_f64);
-    let stop = stop_on_signal()?;
     let mut print = |r: &FrameResult| {
         let line = if json {
             json!({

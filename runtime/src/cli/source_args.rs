@@ -1,8 +1,6 @@
 //! Flags of the commands that read a frame source through the pipeline (`run`, `bench`), and the
 //! Ctrl-C handling that lets such a run stop with its report.
 
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Args;
@@ -176,19 +174,3 @@ fn fps_or_unpaced(text: &str) -> Result<f64, String> {
 pub fn fps(text: &str) -> Result<f64, String> {
     limits::FPS.parse("", text).map_err(|e| format!("'{text}' is not a frame rate in {}", e.range))
 }
-
-/// Set by the first Ctrl-C or SIGTERM, so the run stops and writes what it has; a second Ctrl-C
-/// ends the process at once.
-pub fn stop_on_signal() -> anyhow::Result<Arc<AtomicBool>> {
-    use signal_hook::consts::{SIGINT, SIGTERM};
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, stop.clone())
-            .and_then(|_| signal_hook::flag::register(signal, stop.clone()))
-            .map_err(|e| anyhow::anyhow!("cannot handle signal {signal}: {e}"))?;
-    }
-    Ok(stop)
-}
-
-/// The exit code of a run stopped by a signal, as shells report one.
-pub const INTERRUPTED: u8 = 130;

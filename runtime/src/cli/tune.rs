@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use clap::Args;
 
@@ -37,9 +39,8 @@ pub struct TuneArgs {
     power: PowerArgs,
 }
 
-pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
+pub fn main(args: TuneArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> {
     super::check_outputs([&args.json, &args.plot])?;
-    let stop = super::source_args::stop_on_signal()?;
     let timing = args.timing.settings()?;
     let base = load_model(&args.model)?;
     let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;
@@ -69,7 +70,7 @@ pub fn main(args: TuneArgs) -> anyhow::Result<ExitCode> {
     if let Some(path) = &args.json {
         crate::bench::output::write_json(&report, path)?;
     }
-    Ok(if report.interrupted { ExitCode::from(super::source_args::INTERRUPTED) } else { ExitCode::SUCCESS })
+    Ok(if report.interrupted { ExitCode::from(super::stop::INTERRUPTED) } else { ExitCode::SUCCESS })
 }
 
 fn text(r: &TuneReport) -> String {

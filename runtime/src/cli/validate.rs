@@ -2,10 +2,12 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use clap::Args;
 
-use super::source_args::{stop_on_signal, INTERRUPTED};
+use super::stop::INTERRUPTED;
 use super::{emit, load_model, parse_budget};
 use crate::validate::{self, data::Dataset, ValidateConfig, ValidateReport};
 
@@ -54,9 +56,8 @@ impl DataArgs {
     }
 }
 
-pub fn main(args: ValidateArgs) -> anyhow::Result<ExitCode> {
+pub fn main(args: ValidateArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> {
     super::check_outputs([&args.json])?;
-    let stop = stop_on_signal()?;
     let reference = load_model(&args.reference)?;
     let candidate = load_model(&args.candidate)?;
     let data = args.data.load(&reference)?;
