@@ -316,8 +316,19 @@ fn monitor_serves_prometheus_gauges_on_loopback() {
     let address =
         first.trim().split("http://").nth(1).and_then(|u| u.strip_suffix("/metrics")).unwrap().to_string();
     std::thread::sleep(std::time::Duration::from_millis(200));
+    // Scrapes are answered while 50 clients hold requests they never finish.
+    let held: Vec<std::net::TcpStream> = (0..50)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(&address).unwrap();
+            c.write_all(b"GET /metrics HTTP/1.1\r\nHost:").unwrap();
+            c
+        })
+        .collect();
+    let scraped = std::time::Instant::now();
     let metrics = http_get(&address, "/metrics");
+    let scrape_took = scraped.elapsed();
     let missing = http_get(&address, "/");
+    drop(held);
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(metrics.starts_with("HTTP/1.0 200") || metrics.starts_with("HTTP/1.1 200"), "{metrics}");
@@ -334,6 +345,8 @@ fn monitor_serves_prometheus_gauges_on_loopback() {
         assert!(metrics.contains(expected), "missing {expected:?} in\n{metrics}");
     }
     assert!(missing.contains(" 404 "), "{missing}");
+    let within = std::time::Duration::from_secs(if emulated() { 5 } else { 1 });
+    assert!(scrape_took < within, "a scrape took {scrape_took:?}");
 }
 
 #[test]

@@ -61,7 +61,7 @@ impl Exporter {
         let shared = registry.clone();
         std::thread::Builder::new()
             .name("edgert-prometheus".into())
-            .spawn(move || serve(&server, &shared))
+            .spawn(move || server.serve(|| false, move |request| answer(request, &shared)))
             .map_err(|e| Error::Serve { address: address.into(), reason: e.to_string() })?;
         Ok(Exporter { metrics, registry, address: bound })
     }
@@ -113,22 +113,14 @@ impl Exporter {
     }
 }
 
-fn serve(server: &tiny_http::Server, registry: &Mutex<Registry>) {
-    for request in server.incoming_requests() {
-        let response = if request.url() == "/metrics" {
-            let mut body = String::new();
-            let encoded =
-                prometheus_text::encode(&mut body, &registry.lock().unwrap_or_else(|e| e.into_inner()));
-            match encoded {
-                Ok(()) => tiny_http::Response::from_string(body).with_header(
-                    tiny_http::Header::from_bytes("Content-Type", prometheus_text::CONTENT_TYPE)
-                        .expect("a valid header"),
-                ),
-                Err(_) => tiny_http::Response::from_string("encoding failed\n").with_status_code(500),
-            }
-        } else {
-            tiny_http::Response::from_string("edgert: metrics are at /metrics\n").with_status_code(404)
-        };
-        let _ = request.respond(response);
+/// `/metrics` in Prometheus' text format; anything else is not found.
+fn answer(request: crate::serve::Request, registry: &Mutex<Registry>) {
+    if request.path != "/metrics" {
+        return request.respond(404, "text/plain", b"edgert: metrics are at /metrics\n");
+    }
+    let mut body = String::new();
+    match prometheus_text::encode(&mut body, &registry.lock().unwrap_or_else(|e| e.into_inner())) {
+        Ok(()) => request.respond(200, prometheus_text::CONTENT_TYPE, body.as_bytes()),
+        Err(_) => request.respond(500, "text/plain", b"encoding failed\n"),
     }
 }

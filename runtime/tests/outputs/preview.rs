@@ -236,3 +236,100 @@ fn a_ninth_viewer_is_turned_away_until_one_of_eight_leaves() {
     child.kill().unwrap();
     child.wait().unwrap();
 }
+
+/// Sets its flag when dropped.
+struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+
+impl Drop for Stop<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Frames a viewer already watching gets in `window`, from `reader` (`frames`' parsing).
+fn frames_within(reader: &mut BufReader<TcpStream>, window: Duration) -> usize {
+    let started = Instant::now();
+    let (mut line, mut count) = (String::new(), 0);
+    while started.elapsed() < window {
+        line.clear();
+        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
+        if let Some(value) = line.strip_prefix("Content-Length: ") {
+            let mut jpeg = vec![0; value.trim().parse::<usize>().unwrap() + 2];
+            reader.read_line(&mut line).unwrap();
+            reader.read_exact(&mut jpeg).unwrap();
+            count += 1;
+        }
+    }
+    count
+}
+
+/// What the issue that asked for a preview nobody can stall tried: one client sending requests
+/// without the token as fast as it can and reading no reply, 100 clients that never finish a
+/// request, and connections opened and dropped; meanwhile a viewer with the token keeps getting
+/// frames as before, the figures are served, and the run ends on time.
+#[test]
+fn a_token_less_flood_and_slow_clients_stall_neither_a_viewer_nor_the_run() {
+    let digits = model("digits_mlp_nchw.toml").display().to_string();
+    let duration = if emulated() { 16.0 } else { 8.0 };
+    let run =
+        ["run", "-m", &digits, "--source", "synthetic:160x120@30", "--duration-s", &duration.to_string()];
+    let started = Instant::now();
+    let (child, mut errors, url) = previewing(&run);
+    let (address, query) = address_and_query(&url);
+    let window = Duration::from_secs_f64(duration / 5.0);
+    let (status, mut viewer) = open_stream(&address, &query);
+    assert!(status.starts_with("HTTP/1.1 200"), "{status}");
+    frames_within(&mut viewer, Duration::from_millis(300));
+    let unloaded = frames_within(&mut viewer, window);
+
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let running = || !stop.load(std::sync::atomic::Ordering::Relaxed);
+    let loaded = std::thread::scope(|s| {
+        s.spawn(|| {
+            let flood = "GET /?token=bad HTTP/1.1\r\nHost: x\r\n\r\n".repeat(1000);
+            while running() {
+                if let Ok(mut c) = TcpStream::connect(&address) {
+                    let _ = c.set_write_timeout(Some(Duration::from_millis(200)));
+                    let _ = c.write_all(flood.as_bytes());
+                }
+            }
+        });
+        s.spawn(|| {
+            let mut slow: Vec<TcpStream> = Vec::new();
+            while running() {
+                slow.retain(|c| {
+                    c.peek(&mut [0u8]).is_err_and(|e| e.kind() == std::io::ErrorKind::WouldBlock)
+                });
+                while slow.len() < 100 {
+                    let Ok(mut c) = TcpStream::connect(&address) else { break };
+                    let _ = c.write_all(b"GET /stream.mjpg HTTP/1.1\r\nHost:");
+                    c.set_nonblocking(true).unwrap();
+                    slow.push(c);
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+        });
+        // Ends the clients however this thread ends, so that the scope can.
+        let _stop = Stop(&stop);
+        std::thread::sleep(Duration::from_millis(300));
+        let loaded = frames_within(&mut viewer, window);
+        let (status, body) = get(&address, &format!("/stats.json{query}"));
+        assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+        loaded
+    });
+    drop(viewer);
+    let out = child.wait_with_output().unwrap();
+    let mut rest = String::new();
+    errors.read_to_string(&mut rest).unwrap();
+    assert!(out.status.success(), "{rest}");
+    let took = started.elapsed().as_secs_f64();
+    assert!(took < duration + if emulated() { 10.0 } else { 3.0 }, "the run took {took:.1} s of {duration}");
+    assert!(loaded > 0, "the viewer got nothing under the flood");
+    // Natively the viewer keeps its rate; under an emulator the flood's own CPU slows the pipeline.
+    if !emulated() {
+        assert!(
+            loaded as f64 >= 0.9 * unloaded as f64,
+            "{loaded} frames under the flood, {unloaded} without"
+        );
+    }
+}

@@ -1,70 +1,49 @@
 //! The preview's HTTP side: the page, the MJPEG stream, a snapshot and the figures, each behind
-//! the token.
+//! the token; every request on a connection of its own (`serve`), so a client without the token,
+//! a slow one or one that does not read costs a bounded thread and holds up nobody.
 
 use std::io::Write;
+use std::net::TcpStream;
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
-
-use tiny_http::{Header, Request, Response, Server};
 
 use super::hub::{same_token, Hub};
+use crate::serve::{Request, Server};
 
 const PAGE: &str = include_str!("page.html");
 const BOUNDARY: &str = "edgertframe";
 
 pub fn spawn(http: Server, hub: Arc<Hub>) -> JoinHandle<()> {
-    std::thread::spawn(move || {
-        while !hub.closed() {
-            match http.recv_timeout(Duration::from_millis(100)) {
-                Ok(Some(request)) => handle(request, &hub),
-                Ok(None) => {}
-                Err(_) => break,
-            }
-        }
-    })
+    let open = hub.clone();
+    std::thread::spawn(move || http.serve(move || open.closed(), move |request| handle(request, &hub)))
 }
 
 fn handle(request: Request, hub: &Arc<Hub>) {
-    let url = request.url().to_string();
-    let (path, query) = url.split_once('?').unwrap_or((&url, ""));
-    let token = query.split('&').find_map(|pair| pair.strip_prefix("token=")).unwrap_or("");
-    if !same_token(token, &hub.token) {
-        return reply(
-            request,
-            403,
-            "text/plain",
-            "forbidden: open the address edgert printed at start, with its token\n",
-        );
+    if !same_token(request.query_value("token"), &hub.token) {
+        let forbidden = "forbidden: open the address edgert printed at start, with its token\n";
+        return request.respond(403, "text/plain", forbidden.as_bytes());
     }
-    match path {
-        "/" | "/index.html" => reply(request, 200, "text/html; charset=utf-8", PAGE),
+    match request.path.as_str() {
+        "/" | "/index.html" => request.respond(200, "text/html; charset=utf-8", PAGE.as_bytes()),
         "/stats.json" => {
             let body = serde_json::to_string(&hub.figures()).unwrap_or_default();
-            reply(request, 200, "application/json", &body)
+            request.respond(200, "application/json", body.as_bytes())
         }
         "/frame.jpg" => match hub.snapshot() {
-            Some(jpeg) => {
-                let response =
-                    Response::from_data(jpeg.as_slice()).with_header(header("Content-Type", "image/jpeg"));
-                let _ = request.respond(response.with_header(header("Cache-Control", "no-store")));
-            }
-            None => reply(request, 503, "text/plain", "no frame yet; ask again\n"),
+            Some(jpeg) => request.respond(200, "image/jpeg", &jpeg),
+            None => request.respond(503, "text/plain", b"no frame yet; ask again\n"),
         },
         "/stream.mjpg" => match hub.join() {
-            Some(client) => {
-                std::thread::spawn(move || stream(request, client));
-            }
-            None => reply(request, 503, "text/plain", "too many viewers; close one and reload\n"),
+            Some(client) => stream(request.into_stream(), client),
+            None => request.respond(503, "text/plain", b"too many viewers; close one and reload\n"),
         },
-        _ => reply(request, 404, "text/plain", "not found\n"),
+        _ => request.respond(404, "text/plain", b"not found\n"),
     }
 }
 
-/// Frames to one browser as they come, until it goes away or the preview closes. Written on this
-/// client's own thread, so a stalled browser blocks only itself.
-fn stream(request: Request, mut client: super::hub::Client) {
-    let mut out = request.into_writer();
+/// Frames to one browser as they come, until it goes away, stops reading or the preview closes.
+/// Written on this client's own thread, so a stalled browser blocks only itself.
+fn stream(mut out: TcpStream, mut client: super::hub::Client) {
     let head = format!(
         "HTTP/1.1 200 OK\r\nContent-Type: multipart/x-mixed-replace; boundary={BOUNDARY}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n"
     );
@@ -83,14 +62,4 @@ fn stream(request: Request, mut client: super::hub::Client) {
             return;
         }
     }
-}
-
-fn reply(request: Request, status: u16, kind: &str, body: &str) {
-    let response =
-        Response::from_string(body).with_status_code(status).with_header(header("Content-Type", kind));
-    let _ = request.respond(response.with_header(header("Cache-Control", "no-store")));
-}
-
-fn header(name: &str, value: &str) -> Header {
-    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
 }
