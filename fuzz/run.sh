@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(onnx_model manifest npz image mjpeg recording tegrastats sysfs report)
+((${#targets[@]})) || targets=(onnx_model manifest npz image mjpeg recording tegrastats sysfs report arrivals)
 command -v cargo-fuzz >/dev/null || cargo install --quiet --locked cargo-fuzz@0.13.2
 
 seed() { # seed TARGET FILE...: the shipped files a target starts from
@@ -27,6 +27,7 @@ seed npz models/digits_test.npz models/digits_calib.npz $fixtures/hostile/*.npz
 seed image models/images/bus.jpg models/images/page.png
 seed tegrastats $fixtures/tegrastats/*
 seed report fuzz/seeds/report.json fuzz/seeds/report_server.json
+seed arrivals fuzz/seeds/arrivals.txt
 mkdir -p fuzz/corpus/mjpeg fuzz/corpus/recording fuzz/corpus/sysfs
 # The recorded camera's first JPEG, and its recording as index, NUL, frames.
 python3 - <<'PY'

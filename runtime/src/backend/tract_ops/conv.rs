@@ -35,9 +35,5 @@ pub fn rule(
     let (clip, last) = clip::after(model, node)?;
     let im2col = Im2col::new(geometry, cin);
     let product = PointwiseConv::over_im2col(batch, im2col, weights, bias, clip, output_shape);
-    let mut patch = TypedModelPatch::default();
-    let input = patch.tap_model(model, node.inputs[0])?;
-    let output = patch.wire_node(name, product, &[input])?[0];
-    patch.shunt_outside(model, last.into(), output)?;
-    Ok(Some(patch))
+    super::replacing(model, node.inputs[0], name, product, last.into())
 }

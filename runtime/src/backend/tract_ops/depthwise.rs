@@ -282,9 +282,5 @@ pub fn rule(
         clip,
         quantize: vec![],
     };
-    let mut patch = TypedModelPatch::default();
-    let input = patch.tap_model(model, input)?;
-    let output = patch.wire_node(name, op, &[input])?[0];
-    patch.shunt_outside(model, last.into(), output)?;
-    Ok(Some(patch))
+    super::replacing(model, input, name, op, last.into())
 }

@@ -27,9 +27,5 @@ pub fn fold_into_convolution(
     } else {
         return Ok(None);
     };
-    let mut patch = TypedModelPatch::default();
-    let input = patch.tap_model(model, producer.inputs[0])?;
-    let output = patch.wire_node(name, folded, &[input])?[0];
-    patch.shunt_outside(model, node.id.into(), output)?;
-    Ok(Some(patch))
+    super::replacing(model, producer.inputs[0], name, folded, node.id.into())
 }

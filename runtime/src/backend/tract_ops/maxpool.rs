@@ -146,11 +146,7 @@ pub fn rule(
     let planes = input_shape.iter().product::<usize>() / (geometry.input[0] * geometry.input[1]);
     rule_if!(output_shape.iter().product::<usize>() == planes * geometry.output[0] * geometry.output[1]);
     let op = MaxPool { geometry, output_shape: output_shape.into() };
-    let mut patch = TypedModelPatch::default();
-    let input = patch.tap_model(model, node.inputs[0])?;
-    let output = patch.wire_node(name, op, &[input])?[0];
-    patch.shunt_outside(model, node.id.into(), output)?;
-    Ok(Some(patch))
+    super::replacing(model, node.inputs[0], name, op, node.id.into())
 }
 
 #[cfg(test)]

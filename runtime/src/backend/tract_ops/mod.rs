@@ -55,3 +55,18 @@ pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
         )
         .rewrite(&(), model)
 }
+
+/// The patch that feeds `input` through `op`, named `name`, in place of what `replaced` gave.
+fn replacing(
+    model: &TypedModel,
+    input: OutletId,
+    name: &str,
+    op: impl Into<Box<dyn TypedOp>>,
+    replaced: OutletId,
+) -> TractResult<Option<TypedModelPatch>> {
+    let mut patch = TypedModelPatch::default();
+    let input = patch.tap_model(model, input)?;
+    let output = patch.wire_node(name, op, &[input])?[0];
+    patch.shunt_outside(model, replaced, output)?;
+    Ok(Some(patch))
+}

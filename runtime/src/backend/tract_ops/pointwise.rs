@@ -616,9 +616,5 @@ pub fn rule(
         quantize: vec![],
         output_shape: output_shape.into(),
     };
-    let mut patch = TypedModelPatch::default();
-    let input = patch.tap_model(model, node.inputs[data])?;
-    let output = patch.wire_node(name, op, &[input])?[0];
-    patch.shunt_outside(model, last.into(), output)?;
-    Ok(Some(patch))
+    super::replacing(model, node.inputs[data], name, op, last.into())
 }

@@ -130,11 +130,7 @@ pub fn rule(
     rule_if!(axis + 1 < shape.len() && shape[axis + 1..].iter().product::<usize>() > 1);
     let log = softmax.kind == SoftmaxKind::LogSoftmax;
     let op = AxisSoftmax { shape: shape.into(), axis, log };
-    let mut patch = TypedModelPatch::default();
-    let input = patch.tap_model(model, node.inputs[0])?;
-    let output = patch.wire_node(name, op, &[input])?[0];
-    patch.shunt_outside(model, node.id.into(), output)?;
-    Ok(Some(patch))
+    super::replacing(model, node.inputs[0], name, op, node.id.into())
 }
 
 #[cfg(test)]
