@@ -74,9 +74,14 @@ pub fn read(path: &Path, cap: Cap) -> Result<Vec<u8>, Error> {
     Ok(bytes)
 }
 
-/// `read`, or `None` where nothing is at `path` (a cache entry not made yet).
+/// Whether nothing at all is at `path` (a cache entry not made yet); a dangling link is something.
+pub fn absent(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound)
+}
+
+/// `read`, or `None` where nothing is at `path` (`absent`).
 pub fn read_if_present(path: &Path, cap: Cap) -> Result<Option<Vec<u8>>, Error> {
-    if std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+    if absent(path) {
         return Ok(None);
     }
     read(path, cap).map(Some)
@@ -92,7 +97,7 @@ fn too_long(cap: Cap, length: String) -> String {
 }
 
 /// What a file that is not a regular file is, in words; `None` for a regular file.
-pub fn not_regular(kind: &std::fs::FileType) -> Option<&'static str> {
+fn not_regular(kind: &std::fs::FileType) -> Option<&'static str> {
     Some(if kind.is_file() {
         return None;
     } else if kind.is_dir() {

@@ -30,8 +30,7 @@ impl MemoryLimit {
         shape: &[usize],
         element_bytes: usize,
     ) -> Result<(), TooLarge> {
-        let count = shape.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128));
-        self.check_bytes(what, count.saturating_mul(element_bytes as u128))
+        self.check_bytes(what, elements(shape).saturating_mul(element_bytes as u128))
     }
 
     /// Refuses `bytes` past the limit; `what` names what would take them, made only for the error.
@@ -69,6 +68,11 @@ pub struct TooLarge {
     pub what: String,
     pub bytes: u128,
     pub limit: u64,
+}
+
+/// How many values a tensor of `shape` holds, without overflow.
+pub fn elements(shape: &[usize]) -> u128 {
+    shape.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128))
 }
 
 /// `bytes` in the unit a person reads best: bytes below a MiB, then MiB, then GiB.

@@ -76,14 +76,14 @@ impl Server {
             let now = Instant::now();
             let mut kept = Vec::with_capacity(pending.len());
             for (mut p, fd) in pending.into_iter().zip(&fds[1..]) {
-                match if fd.revents != 0 { p.read() } else { Some(false) } {
-                    Some(true) => {
+                match if fd.revents != 0 { p.read() } else { Arrived::More } {
+                    Arrived::Whole => {
                         if let Some(request) = Request::parse(&p.head, p.stream) {
                             answer(request, &handle, &answering);
                         }
                     }
-                    Some(false) if now.duration_since(p.since) < READ_WITHIN => kept.push(p),
-                    _ => {}
+                    Arrived::More if now.duration_since(p.since) < READ_WITHIN => kept.push(p),
+                    Arrived::More | Arrived::Gone => {}
                 }
             }
             pending = kept;
@@ -118,6 +118,16 @@ fn answer(
     });
 }
 
+/// What a read of a connection still sending its request found.
+enum Arrived {
+    /// The request line and headers, whole.
+    Whole,
+    /// Part of them, more to come.
+    More,
+    /// The client went away, or sent too much (told 431).
+    Gone,
+}
+
 /// A connection still sending its request.
 struct Pending {
     stream: TcpStream,
@@ -126,26 +136,25 @@ struct Pending {
 }
 
 impl Pending {
-    /// Reads what has come: `Some(true)` once the request is whole, `Some(false)` while more is
-    /// to come, `None` when the client went away or sent too much (told 431).
-    fn read(&mut self) -> Option<bool> {
+    /// Reads what has come, without waiting.
+    fn read(&mut self) -> Arrived {
         let mut buffer = [0u8; 1024];
         loop {
             match (&self.stream).read(&mut buffer) {
-                Ok(0) => return None,
+                Ok(0) => return Arrived::Gone,
                 Ok(n) => self.head.extend_from_slice(&buffer[..n]),
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Some(false),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Arrived::More,
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(_) => return None,
+                Err(_) => return Arrived::Gone,
             }
             if self.head.len() > MAX_HEAD {
-                let _ = self.stream.set_nonblocking(false);
-                let _ = self.stream.set_write_timeout(Some(WRITE_WITHIN));
-                respond(&self.stream, 431, "text/plain", b"request header fields too large\n");
-                return None;
+                if answerable(&self.stream).is_ok() {
+                    respond(&self.stream, 431, "text/plain", b"request header fields too large\n");
+                }
+                return Arrived::Gone;
             }
             if self.head.windows(4).any(|w| w == b"\r\n\r\n") {
-                return Some(true);
+                return Arrived::Whole;
             }
         }
     }
@@ -171,8 +180,7 @@ impl Request {
     /// The request in `head` (a whole request line and headers), to answer on `stream`; `None`
     /// where it is not one edgert serves (the client is told 400).
     fn parse(head: &[u8], stream: TcpStream) -> Option<Request> {
-        stream.set_nonblocking(false).ok()?;
-        stream.set_write_timeout(Some(WRITE_WITHIN)).ok()?;
+        answerable(&stream).ok()?;
         let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
         let mut words = std::str::from_utf8(line).unwrap_or_default().split(' ');
         let target = match (words.next(), words.next(), words.next(), words.next()) {
@@ -203,6 +211,12 @@ impl Request {
     pub fn into_stream(self) -> TcpStream {
         self.stream
     }
+}
+
+/// `stream` made ready for an answer: blocking, each write waiting at most `WRITE_WITHIN`.
+fn answerable(stream: &TcpStream) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_write_timeout(Some(WRITE_WITHIN))
 }
 
 fn respond(mut stream: &TcpStream, status: u16, kind: &str, body: &[u8]) {

@@ -369,11 +369,19 @@ fn an_output_that_cannot_be_written_fails_before_the_run_and_a_full_disk_leaves_
 
 /// Starts edgert, sends SIGTERM after `after`, and waits for it.
 fn terminated(args: &[&str], after: Duration) -> std::process::Output {
+    terminated_timed(args, after).0
+}
+
+/// Starts edgert, sends SIGTERM after `after`, and waits for it: its output, and how long it
+/// took to end after the signal.
+fn terminated_timed(args: &[&str], after: Duration) -> (std::process::Output, Duration) {
     let child = command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     std::thread::sleep(after);
+    let signalled = Instant::now();
     // SAFETY: kill(2) on a child this test started and has not yet waited for.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    child.wait_with_output().unwrap()
+    let out = child.wait_with_output().unwrap();
+    (out, signalled.elapsed())
 }
 
 #[test]
@@ -394,18 +402,6 @@ fn sigterm_stops_a_plain_bench_and_a_capture_with_what_they_measured_written() {
     let replay = format!("file:{}", recording.display());
     let out = edgert(&["run", "-m", digits(), "--source", &replay]);
     assert!(out.status.success(), "the interrupted recording replays: {}", stderr(&out));
-}
-
-/// Starts edgert, sends SIGTERM after `after`, and waits for it: its output, and how long it
-/// took to end after the signal.
-fn terminated_timed(args: &[&str], after: Duration) -> (std::process::Output, Duration) {
-    let child = command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(after);
-    let signalled = Instant::now();
-    // SAFETY: kill(2) on a child this test started and has not yet waited for.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
-    (out, signalled.elapsed())
 }
 
 /// A command blocked where it cannot look at the stop (here, one inference of several seconds)

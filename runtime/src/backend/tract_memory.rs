@@ -9,7 +9,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_core::ops::konst::Const;
 
 use super::cannot_run;
-use crate::limits::MemoryLimit;
+use crate::limits::{elements, MemoryLimit};
 use crate::Result;
 
 /// Refuses `typed` where one of its tensors, or its peak (`peak_bytes`) with the input batch as
@@ -23,14 +23,7 @@ pub fn check(path: &Path, typed: &TypedModel, limit: MemoryLimit, backend: &str)
             limit.check(what, shape, output.fact.datum_type.size_of())?;
         }
     }
-    let held = |typed: &TypedModel| {
-        typed
-            .input_outlets()?
-            .iter()
-            .map(|&o| typed.outlet_fact(o).map(|f| f.shape.as_concrete().map_or(0, elements) * 4))
-            .sum::<TractResult<u128>>()
-    };
-    let peak = held(typed)
+    let peak = held_bytes(typed)
         .and_then(|held| Ok(held.saturating_add(peak_bytes(typed)?)))
         .map_err(|e| cannot_run::tract(path, backend, "memory", &e))?;
     let what = || {
@@ -40,6 +33,18 @@ pub fn check(path: &Path, typed: &TypedModel, limit: MemoryLimit, backend: &str)
         )
     };
     Ok(limit.check_bytes(what, peak)?)
+}
+
+/// The bytes of `typed`'s inputs as edgert holds them before the backend takes its copy: f32.
+fn held_bytes(typed: &TypedModel) -> TractResult<u128> {
+    let f32_bytes = std::mem::size_of::<f32>() as u128;
+    typed
+        .input_outlets()?
+        .iter()
+        .map(|&o| {
+            typed.outlet_fact(o).map(|f| f.shape.as_concrete().map_or(0, elements).saturating_mul(f32_bytes))
+        })
+        .sum()
 }
 
 /// The most bytes `typed`'s tensors take at once when tract runs its nodes in order, freeing each
@@ -79,10 +84,6 @@ fn peak_bytes(typed: &TypedModel) -> TractResult<u128> {
         alive -= freed_after[step];
     }
     Ok(weights.saturating_add(peak))
-}
-
-fn elements(shape: &[usize]) -> u128 {
-    shape.iter().fold(1u128, |n, &d| n.saturating_mul(d as u128))
 }
 
 #[cfg(test)]

@@ -29,11 +29,15 @@ fn get(address: &str, path: &str) -> (u16, Vec<u8>) {
 
 /// Opens the MJPEG stream and reads `n` JPEG parts from it.
 fn frames(address: &str, query: &str, n: usize) -> Vec<Vec<u8>> {
-    let (mut line, mut reader) = open_stream(address, query);
+    let (line, mut reader) = open_stream(address, query);
     assert!(line.starts_with("HTTP/1.1 200"), "{line}");
-    let mut parts = Vec::new();
-    let mut length = None;
-    while parts.len() < n {
+    (0..n).map(|_| next_jpeg(&mut reader)).collect()
+}
+
+/// The next JPEG part of an MJPEG stream.
+fn next_jpeg(reader: &mut BufReader<TcpStream>) -> Vec<u8> {
+    let (mut line, mut length) = (String::new(), None);
+    loop {
         line.clear();
         assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
         if let Some(value) = line.strip_prefix("Content-Length: ") {
@@ -42,11 +46,10 @@ fn frames(address: &str, query: &str, n: usize) -> Vec<Vec<u8>> {
             if let Some(n) = length.take() {
                 let mut jpeg = vec![0; n];
                 reader.read_exact(&mut jpeg).unwrap();
-                parts.push(jpeg);
+                return jpeg;
             }
         }
     }
-    parts
 }
 
 #[test]
@@ -246,19 +249,13 @@ impl Drop for Stop<'_> {
     }
 }
 
-/// Frames a viewer already watching gets in `window`, from `reader` (`frames`' parsing).
+/// Frames a viewer already watching gets in `window`, from `reader`.
 fn frames_within(reader: &mut BufReader<TcpStream>, window: Duration) -> usize {
     let started = Instant::now();
-    let (mut line, mut count) = (String::new(), 0);
+    let mut count = 0;
     while started.elapsed() < window {
-        line.clear();
-        assert!(reader.read_line(&mut line).unwrap() > 0, "the stream ended");
-        if let Some(value) = line.strip_prefix("Content-Length: ") {
-            let mut jpeg = vec![0; value.trim().parse::<usize>().unwrap() + 2];
-            reader.read_line(&mut line).unwrap();
-            reader.read_exact(&mut jpeg).unwrap();
-            count += 1;
-        }
+        next_jpeg(reader);
+        count += 1;
     }
     count
 }

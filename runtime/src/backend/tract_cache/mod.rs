@@ -122,7 +122,7 @@ fn nnef() -> &'static Nnef {
 
 /// The model stored at `path`, decluttered; `None` when there is none.
 pub fn read(path: &Path) -> Result<Option<TypedModel>, CacheError> {
-    if std::fs::symlink_metadata(path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+    if crate::infile::absent(path) {
         return Ok(None);
     }
     let file = crate::infile::try_open(path, crate::infile::MODEL).map_err(CacheError::Unreadable)?;
