@@ -247,18 +247,33 @@ fn reason(status: u16) -> &'static str {
 mod tests {
     use super::*;
 
-    fn start(closed: Arc<std::sync::atomic::AtomicBool>) -> (SocketAddr, std::thread::JoinHandle<()>) {
+    type Flag = Arc<std::sync::atomic::AtomicBool>;
+
+    fn flag(value: bool) -> Flag {
+        Arc::new(std::sync::atomic::AtomicBool::new(value))
+    }
+
+    /// A server answering with the path and token, until `closed`; `/hold` is answered only once
+    /// `released`.
+    fn start_holding(closed: Flag, released: Flag) -> (SocketAddr, std::thread::JoinHandle<()>) {
         let (server, bound) = listen("--test", "127.0.0.1:0", "127.0.0.1:1", Some("no")).unwrap();
         let serving = std::thread::spawn(move || {
             server.serve(
                 move || closed.load(Ordering::SeqCst),
-                |request| {
+                move |request| {
+                    while request.path == "/hold" && !released.load(Ordering::SeqCst) {
+                        std::thread::sleep(Duration::from_millis(5));
+                    }
                     let body = format!("{} {}", request.path, request.query_value("token"));
                     request.respond(200, "text/plain", body.as_bytes());
                 },
             )
         });
         (bound, serving)
+    }
+
+    fn start(closed: Flag) -> (SocketAddr, std::thread::JoinHandle<()>) {
+        start_holding(closed, flag(true))
     }
 
     fn get(address: SocketAddr, text: &[u8]) -> String {
@@ -308,6 +323,65 @@ mod tests {
         slow.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
         let _ = slow.read_to_end(&mut rest);
         assert!(rest.is_empty() && started.elapsed() < READ_WITHIN + Duration::from_secs(2));
+        closed.store(true, Ordering::SeqCst);
+        serving.join().unwrap();
+    }
+
+    #[test]
+    fn past_the_requests_answered_at_once_a_newcomer_is_told_busy_and_served_after() {
+        let (closed, released) = (flag(false), flag(false));
+        let (address, serving) = start_holding(closed.clone(), released.clone());
+        let held: Vec<TcpStream> = (0..MAX_ANSWERING)
+            .map(|_| {
+                let mut c = TcpStream::connect(address).unwrap();
+                c.write_all(b"GET /hold HTTP/1.1\r\n\r\n").unwrap();
+                c
+            })
+            .collect();
+        let started = Instant::now();
+        let busy = loop {
+            let reply = get(address, b"GET /x HTTP/1.1\r\n\r\n");
+            if reply.starts_with("HTTP/1.1 503") || started.elapsed() > Duration::from_secs(20) {
+                break reply;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        assert!(
+            busy.starts_with("HTTP/1.1 503 Service Unavailable") && busy.ends_with("busy; ask again\n"),
+            "{busy}"
+        );
+        released.store(true, Ordering::SeqCst);
+        for mut c in held {
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            let mut reply = String::new();
+            c.read_to_string(&mut reply).unwrap();
+            assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+        }
+        assert!(get(address, b"GET /x HTTP/1.1\r\n\r\n").starts_with("HTTP/1.1 200"));
+        closed.store(true, Ordering::SeqCst);
+        serving.join().unwrap();
+    }
+
+    #[test]
+    fn past_the_connections_waited_on_the_oldest_is_dropped_for_a_newcomer() {
+        let closed = flag(false);
+        let (address, serving) = start(closed.clone());
+        let unfinished = |_| {
+            let mut c = TcpStream::connect(address).unwrap();
+            c.write_all(b"GET / HTTP/1.1\r\n").unwrap();
+            c.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+            c
+        };
+        let oldest_since = Instant::now();
+        let mut oldest = unfinished(0);
+        let rest: Vec<TcpStream> = (1..MAX_PENDING).map(unfinished).collect();
+        std::thread::sleep(Duration::from_millis(200));
+        let newest = get(address, b"GET /x HTTP/1.1\r\n\r\n");
+        assert!(newest.starts_with("HTTP/1.1 200"), "{newest}");
+        // Closed unanswered, and before its own deadline would have closed it.
+        assert_eq!(oldest.read_to_end(&mut Vec::new()).unwrap_or(0), 0);
+        assert!(oldest_since.elapsed() < READ_WITHIN, "dropped after {:?}", oldest_since.elapsed());
+        drop(rest);
         closed.store(true, Ordering::SeqCst);
         serving.join().unwrap();
     }

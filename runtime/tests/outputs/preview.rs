@@ -260,7 +260,7 @@ fn frames_within(reader: &mut BufReader<TcpStream>, window: Duration) -> usize {
     count
 }
 
-/// What the issue that asked for a preview nobody can stall tried: one client sending requests
+/// The ways to stall a preview that a hostile local client has: one client sending requests
 /// without the token as fast as it can and reading no reply, 100 clients that never finish a
 /// request, and connections opened and dropped; meanwhile a viewer with the token keeps getting
 /// frames as before, the figures are served, and the run ends on time.
