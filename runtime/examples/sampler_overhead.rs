@@ -50,7 +50,7 @@ fn main() {
     let (sampling, wall) = share_of_one_core(|| {
         let sampler = start_power();
         std::thread::sleep(seconds);
-        samples = sampler.finish().len();
+        samples = sampler.finish().map_or(0, |s| s.len());
     });
     println!(
         "{} rails, interval {} ms: {samples} samples in {wall:.2} s ({:.1} Hz); CPU {sampling:.3} % of one core \
@@ -67,8 +67,8 @@ fn main() {
         let periodic = Periodic::start("telemetry", Instant::now(), every, move || reader.snapshot())
             .expect("a thread starts");
         std::thread::sleep(seconds);
-        samples = power.finish().len();
-        snapshots = periodic.finish().len();
+        samples = power.finish().map_or(0, |s| s.len());
+        snapshots = periodic.finish().map_or(0, |s| s.len());
     });
     println!(
         "  plus telemetry every {} ms: {samples} power samples and {snapshots} snapshots; CPU {both:.3} % of one core",

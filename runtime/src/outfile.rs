@@ -23,6 +23,16 @@ pub fn write_atomically(
         write(&mut writer)?;
         return writer.into_inner().map(drop).map_err(|e| e.into_error());
     }
+    replace(path, write)
+}
+
+/// `write_atomically` for a file edgert keeps for itself (a cache entry): whatever is at `path`, a
+/// FIFO or a device included, is replaced by the new file, never written through (a FIFO nobody
+/// reads would hold the write forever).
+pub fn replace(
+    path: &Path,
+    write: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<()>,
+) -> std::io::Result<()> {
     // Unique to this process and call: threads of one process may write the same file too.
     static CALLS: AtomicUsize = AtomicUsize::new(0);
     let mut temporary = path.as_os_str().to_owned();

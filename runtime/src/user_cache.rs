@@ -1,6 +1,6 @@
 //! Where edgert keeps what it builds for this machine (TensorRT engines, compiled GPU kernels): a
 //! variable naming the folder, else `$XDG_CACHE_HOME/edgert/<what>`, else `~/.cache/edgert/<what>`;
-//! writes go through `outfile::write_atomically`.
+//! writes go through `outfile::replace`.
 
 use std::path::PathBuf;
 

@@ -627,3 +627,47 @@ fn sensor_files_that_are_fifos_or_devices_do_not_hang_info_monitor_or_doctor() {
         assert_ne!(out.status.code(), Some(101), "{args:?}");
     }
 }
+
+/// A load-cache entry that is a FIFO (a careless `mkfifo`, a hostile user of a shared cache) is
+/// neither read from nor written through: the run warns, analyses the model, and replaces the FIFO
+/// with a good entry, which the next run uses without a word.
+#[test]
+fn a_load_cache_entry_that_is_a_fifo_is_replaced_not_written_through() {
+    let dir = tempfile::tempdir().unwrap();
+    let cache = dir.path().join("tract");
+    let digits_in = model("digits_test.npz");
+    let run = || {
+        let mut command = command(&["run", "-m", digits(), "--input", s(&digits_in)]);
+        command.env("EDGERT_TRACT_CACHE", &cache).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(60) {
+                child.kill().unwrap();
+                panic!("a run with a FIFO in its load cache did not end within 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        out
+    };
+    let first = run();
+    let entry = std::fs::read_dir(&cache).unwrap().next().unwrap().unwrap().path();
+    std::fs::remove_file(&entry).unwrap();
+    fifo(&cache, entry.file_name().unwrap().to_str().unwrap());
+
+    let second = run();
+    assert_eq!(stdout(&second), stdout(&first));
+    // The run's accuracy line goes to stderr too, the same in every run.
+    let said = stderr(&second);
+    let warnings: Vec<&str> = said.lines().filter(|l| l.contains("warning")).collect();
+    let warning = warnings.join("\n");
+    assert_eq!(warnings.len(), 1, "{warning}");
+    assert!(warning.contains(s(&entry)) && warning.contains("is a FIFO, not a regular file"), "{warning}");
+    assert!(std::fs::symlink_metadata(&entry).unwrap().is_file(), "the FIFO was replaced by an entry");
+
+    let third = run();
+    assert_eq!(stderr(&third), stderr(&first));
+    assert_eq!(stdout(&third), stdout(&first));
+}

@@ -81,8 +81,11 @@ impl PowerProbe {
                 let start = probe.now();
                 std::thread::sleep(idle);
                 let end = probe.now();
-                let samples = sampler.finish();
-                probe.idle_w = energy::mean_and_peak(&totals(&samples), start, end).map(|(mean, _)| mean);
+                probe.idle_w = sampler
+                    .finish()
+                    .ok()
+                    .and_then(|samples| energy::mean_and_peak(&totals(&samples), start, end))
+                    .map(|(mean, _)| mean);
             }
         }
         probe

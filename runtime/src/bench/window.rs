@@ -35,9 +35,10 @@ impl Window {
         inferences: usize,
     ) -> (PowerReport, RunTelemetry) {
         let end = probe.now();
-        let power_samples = self.sampler.map(|s| s.finish());
-        // A sampler that could not start leaves the telemetry empty, not the run failed.
-        let snapshots = self.snapshots.map(Periodic::finish).unwrap_or_default();
+        let power_samples = self.sampler.and_then(Sampler::finish);
+        // A sampler that could not start, or stopped answering, leaves the telemetry empty, not the
+        // run failed.
+        let snapshots = self.snapshots.and_then(|s| s.finish().ok()).unwrap_or_default();
         (
             probe.report(power_samples, self.start, end, inferences),
             RunTelemetry::summarize(telemetry.source(), &snapshots, self.start),

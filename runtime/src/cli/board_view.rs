@@ -1,15 +1,63 @@
 //! The board's state as `info` and `monitor` show it: power per rail, memory, clocks, GPU load and
 //! temperatures, as JSON-ready values and as short text lines.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use serde::Serialize;
 
 use crate::metrics::clocks::Clocks;
+use crate::metrics::deadline::{within, SENSOR_DEADLINE};
 use crate::metrics::error::SensorError;
 use crate::metrics::power::{OpenSensors, PowerSensors, PowerSource};
-use crate::metrics::telemetry::Snapshot;
+use crate::metrics::telemetry::{Snapshot, Telemetry, TelemetrySource};
 use crate::metrics::thermal::Zone;
+
+/// The board's power sensors and telemetry under a root, opened once and read on a thread given
+/// `SENSOR_DEADLINE` each time (`metrics::deadline`): a driver stuck on its bus ends the command
+/// with one line instead of holding it.
+#[derive(Clone)]
+pub struct Board {
+    root: PathBuf,
+    open: Arc<Mutex<Opened>>,
+}
+
+struct Opened {
+    power: Result<(PowerSensors, OpenSensors), SensorError>,
+    telemetry: Telemetry,
+}
+
+impl Board {
+    pub fn open(root: &Path) -> Result<Board, SensorError> {
+        let at = root.to_owned();
+        let opened = within(&what(root), SENSOR_DEADLINE, move || {
+            let power = PowerSensors::discover(&at).and_then(|sensors| {
+                let open = sensors.open()?;
+                Ok((sensors, open))
+            });
+            Opened { power, telemetry: Telemetry::open(&at) }
+        })?;
+        Ok(Board { root: root.to_owned(), open: Arc::new(Mutex::new(opened)) })
+    }
+
+    /// Every rail's power and a telemetry snapshot, read now.
+    pub fn read(&self) -> Result<(PowerNow, Snapshot, TelemetrySource), SensorError> {
+        let open = self.open.clone();
+        within(&what(&self.root), SENSOR_DEADLINE, move || {
+            let mut open = open.lock().unwrap_or_else(PoisonError::into_inner);
+            let Opened { power, telemetry } = &mut *open;
+            let power = match power {
+                Ok((sensors, open)) => PowerNow::read(sensors, open),
+                Err(reason) => PowerNow::unavailable(reason.to_string()),
+            };
+            (power, telemetry.snapshot(), telemetry.source())
+        })
+    }
+}
+
+fn what(root: &Path) -> String {
+    format!("the board's sensors under {}", root.display())
+}
 
 #[derive(Serialize)]
 pub struct RailNow {
@@ -41,13 +89,6 @@ impl PowerNow {
             total_w: None,
             rails: vec![],
         }
-    }
-
-    /// The board's sensors under `root`, found and opened, or why not.
-    pub fn open(root: &Path) -> Result<(PowerSensors, OpenSensors), SensorError> {
-        let sensors = PowerSensors::discover(root)?;
-        let open = sensors.open()?;
-        Ok((sensors, open))
     }
 
     /// One reading of every rail. Read once: a second read would give a RAPL counter's rate over

@@ -1,18 +1,17 @@
 //! `edgert info`: the host and board, this build, which backends it can use here, and one reading
 //! of power, memory, clocks and temperatures.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
 use serde::Serialize;
 
-use super::board_view::{self, PowerNow};
+use super::board_view::{self, Board, PowerNow};
 use super::emit;
 use crate::backend;
 use crate::metrics::host::Host;
 use crate::metrics::provenance::Provenance;
-use crate::metrics::telemetry::{Snapshot, Telemetry, TelemetrySource};
+use crate::metrics::telemetry::{Snapshot, TelemetrySource};
 
 #[derive(Args)]
 pub struct InfoArgs {
@@ -120,14 +119,6 @@ struct Info {
     telemetry: Snapshot,
 }
 
-/// One reading of the board's power sensors.
-pub fn power_now(root: &Path) -> PowerNow {
-    match PowerNow::open(root) {
-        Ok((sensors, mut open)) => PowerNow::read(&sensors, &mut open),
-        Err(reason) => PowerNow::unavailable(reason.to_string()),
-    }
-}
-
 fn backends() -> Vec<BackendStatus> {
     let mut list: Vec<BackendStatus> = backend::registry()
         .iter()
@@ -188,7 +179,7 @@ fn cuda_text(cuda: &CudaStatus) -> String {
 
 pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
     let root = &args.sysfs_root;
-    let telemetry = Telemetry::open(root);
+    let (power, telemetry, telemetry_source) = Board::open(root)?.read()?;
     let info = Info {
         schema: "edgert.info/1",
         provenance: Provenance::read(root),
@@ -196,9 +187,9 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
         backends: backends(),
         gpu: cuda_status(),
         gstreamer: gst_status(),
-        power: power_now(root),
-        telemetry_source: telemetry.source(),
-        telemetry: telemetry.snapshot(),
+        power,
+        telemetry_source,
+        telemetry,
     };
     if args.json {
         emit(&serde_json::to_string_pretty(&info)?)?;

@@ -7,10 +7,10 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use super::board_view::{self, PowerNow};
+use super::board_view::{self, Board, PowerNow};
 use super::emit;
 use super::prometheus::Exporter;
-use crate::metrics::telemetry::{Snapshot, Telemetry};
+use crate::metrics::telemetry::Snapshot;
 
 #[derive(Args)]
 pub struct MonitorArgs {
@@ -43,9 +43,7 @@ pub fn main(args: MonitorArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = &exporter {
         eprintln!("edgert: serving Prometheus metrics at http://{}/metrics", e.address);
     }
-    let root = &args.sysfs_root;
-    let telemetry = Telemetry::open(root);
-    let mut sensors = PowerNow::open(root);
+    let board = Board::open(&args.sysfs_root)?;
     let interval = Duration::from_millis(args.interval_ms);
     let started = Instant::now();
     let mut next = started;
@@ -53,11 +51,7 @@ pub fn main(args: MonitorArgs) -> anyhow::Result<ExitCode> {
         if args.count.is_some_and(|count| n >= count) {
             break;
         }
-        let power = match &mut sensors {
-            Ok((s, open)) => PowerNow::read(s, open),
-            Err(reason) => PowerNow::unavailable(reason.to_string()),
-        };
-        let snapshot = telemetry.snapshot();
+        let (power, snapshot, _) = board.read()?;
         if let Some(e) = &exporter {
             e.update(&power, &snapshot);
         }

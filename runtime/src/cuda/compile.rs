@@ -65,7 +65,7 @@ fn ptx_cached_in(dir: &Path, name: &str, source: &str, sm: (i32, i32)) -> Result
         }
     })?;
     if std::fs::create_dir_all(dir).is_ok() {
-        let _ = crate::outfile::write_atomically(&path, |file| file.write_all(ptx.to_src().as_bytes()));
+        let _ = crate::outfile::replace(&path, |file| file.write_all(ptx.to_src().as_bytes()));
     }
     Ok(ptx)
 }

@@ -1,9 +1,8 @@
 //! The backends that run ONNX: the embedded model on `cpu`, `ort` and `cuda` against ONNX
 //! Runtime's known logits, and the user's `--model` on each usable backend against `cpu`.
 
-use std::cell::OnceCell;
 use std::path::Path;
-use std::rc::Rc;
+use std::sync::{Arc, OnceLock};
 
 use super::embedded;
 use super::{Area, Check, Facts, Options, Outcome};
@@ -91,7 +90,7 @@ fn embedded_on(name: &str, options: &Options, facts: &Facts) -> Outcome {
 type CpuRun = Result<(Model, Vec<Vec<f32>>), (&'static str, String)>;
 
 /// `CpuRun` made once, shared by the `--model` checks, which compare each other backend with it.
-type OnCpu = Rc<OnceCell<CpuRun>>;
+type OnCpu = Arc<OnceLock<CpuRun>>;
 
 fn on_cpu<'a>(cell: &'a OnCpu, path: &Path, options: &Options) -> &'a CpuRun {
     cell.get_or_init(|| {

@@ -287,7 +287,9 @@ mod on_gpu {
 
 #[cfg(all(test, feature = "cuda"))]
 mod tests {
-    use crate::doctor::runner::run_checks;
+    use std::sync::Arc;
+
+    use crate::doctor::runner::{run_checks, LEAST_DEADLINE};
     use crate::doctor::{Facts, Options, Outcome};
 
     /// Without a driver (CI) every GPU check skips, naming libcuda or the check it needs; with a
@@ -297,7 +299,7 @@ mod tests {
         let options = Options::default();
         let mut facts = Facts::read(&options);
         facts.jetson = false;
-        let done = run_checks(super::checks(), &options, &facts, |_| {});
+        let done = run_checks(super::checks(), &Arc::new(options), &Arc::new(facts), LEAST_DEADLINE, |_| {});
         let libcuda = &done[0].outcome;
         if crate::cuda::device::driver_version().is_err() {
             assert!(matches!(libcuda, Outcome::Skip { reason } if reason.contains("libcuda")), "{libcuda:?}");

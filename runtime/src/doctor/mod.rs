@@ -157,7 +157,7 @@ impl Facts {
 }
 
 /// What a check runs, once.
-pub type Run = Box<dyn FnOnce(&Options, &Facts) -> Outcome>;
+pub type Run = Box<dyn FnOnce(&Options, &Facts) -> Outcome + Send>;
 
 /// One check of the fixed list: its layer, name, time budget, and what it runs.
 pub struct Check {
@@ -175,7 +175,7 @@ impl Check {
         area: Area,
         name: impl Into<String>,
         budget_ms: u64,
-        run: impl FnOnce(&Options, &Facts) -> Outcome + 'static,
+        run: impl FnOnce(&Options, &Facts) -> Outcome + Send + 'static,
     ) -> Check {
         Check {
             area,

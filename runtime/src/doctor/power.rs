@@ -116,7 +116,12 @@ fn sampler_rate(options: &Options) -> Outcome {
         Err(e) => return Outcome::fail("the sampler to start", e.to_string(), "see `power reading`"),
     };
     std::thread::sleep(window);
-    let samples = sampler.finish();
+    let samples = match sampler.finish() {
+        Ok(samples) => samples,
+        Err(e) => {
+            return Outcome::fail("the sampler to stop when asked", e.to_string(), "see `power reading`")
+        }
+    };
     let elapsed = started.elapsed().as_secs_f64();
     let asked_ms = interval.as_secs_f64() * 1e3;
     let reached_ms =

@@ -1,21 +1,28 @@
-//! Runs the checks in order, one at a time, each timed; a panic inside one is its failure.
+//! Runs the checks in order, one at a time, each timed; a panic inside one is its failure, and so
+//! is one still running at ten times its budget (a read stuck in a driver, a wedged GPU call).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::time::Instant;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::{checks, Check, Done, Facts, Options, Outcome, Report, Run};
+use crate::metrics::deadline::within;
+use crate::metrics::error::SensorError;
 use crate::metrics::host::Host;
+
+/// The least time a check is given before it is given up on, however small its budget.
+pub(super) const LEAST_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Runs every check of the areas asked for; `each` sees each result as it comes (for a table
 /// printed as the run goes).
 pub fn run(options: &Options, each: impl FnMut(&Done)) -> Report {
     let started = Instant::now();
-    let facts = Facts::read(options);
-    let done = run_checks(checks(options), options, &facts, each);
+    let facts = Arc::new(Facts::read(options));
+    let done = run_checks(checks(options), &Arc::new(options.clone()), &facts, LEAST_DEADLINE, each);
     let count = |status: &str| done.iter().filter(|d| d.outcome.status() == status).count();
     Report {
         schema: "edgert.doctor/1",
-        provenance: facts.provenance,
+        provenance: facts.provenance.clone(),
         host: Host::describe(),
         quick: options.quick,
         only: options.only.clone(),
@@ -30,8 +37,9 @@ pub fn run(options: &Options, each: impl FnMut(&Done)) -> Report {
 
 pub(super) fn run_checks(
     list: Vec<Check>,
-    options: &Options,
-    facts: &Facts,
+    options: &Arc<Options>,
+    facts: &Arc<Facts>,
+    least_deadline: Duration,
     mut each: impl FnMut(&Done),
 ) -> Vec<Done> {
     let mut done: Vec<Done> = Vec::new();
@@ -45,7 +53,8 @@ pub(super) fn run_checks(
             (!passed)
                 .then(|| Outcome::skip(format!("needs `{} {needed}`, which did not pass", check.area.name())))
         });
-        let outcome = unmet.unwrap_or_else(|| guarded(check.run, options, facts));
+        let deadline = (check.budget * 10).max(least_deadline);
+        let outcome = unmet.unwrap_or_else(|| guarded(check.run, options, facts, deadline));
         let result = Done {
             area: check.area,
             name: check.name,
@@ -59,17 +68,26 @@ pub(super) fn run_checks(
     done
 }
 
-/// The check's outcome, or its panic as a failure of that check. (The binary that ships aborts on
-/// a panic, `panic = "abort"`: there a panic still ends the run.)
-fn guarded(run: Run, options: &Options, facts: &Facts) -> Outcome {
-    catch_unwind(AssertUnwindSafe(|| run(options, facts))).unwrap_or_else(|payload| {
-        let message = crate::panics::message(&*payload);
-        Outcome::fail(
+/// The check's outcome, or its panic as a failure of that check, or its failure to finish within
+/// `deadline` (its thread is left to it). (The binary that ships aborts on a panic, `panic =
+/// "abort"`: there a panic still ends the run.)
+fn guarded(run: Run, options: &Arc<Options>, facts: &Arc<Facts>, deadline: Duration) -> Outcome {
+    let (options, facts) = (options.clone(), facts.clone());
+    let ran = within("the check", deadline, move || catch_unwind(AssertUnwindSafe(|| run(&options, &facts))));
+    match ran {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(payload)) => Outcome::fail(
             "the check to finish",
-            format!("it panicked: {message}"),
+            format!("it panicked: {}", crate::panics::message(&*payload)),
             "a bug in edgert: report it with this output (edgert doctor --json -)",
-        )
-    })
+        ),
+        Err(SensorError::Stuck { seconds, .. }) => Outcome::fail(
+            format!("the check to finish within {seconds} s (ten times its budget)"),
+            "it was still running: a read or call that does not return, such as a driver stuck on its bus",
+            "see `dmesg` for the driver's errors; `--only` runs the other areas without this one",
+        ),
+        Err(other) => Outcome::fail("the check to run", other.to_string(), "report it with this output"),
+    }
 }
 
 #[cfg(test)]
@@ -80,7 +98,7 @@ mod tests {
     fn run_list(list: Vec<Check>, only: Vec<Area>) -> Vec<Done> {
         let options = Options { only, ..Options::default() };
         let facts = Facts::read(&options);
-        run_checks(list, &options, &facts, |_| {})
+        run_checks(list, &Arc::new(options), &Arc::new(facts), Duration::from_millis(100), |_| {})
     }
 
     #[test]
@@ -94,6 +112,34 @@ mod tests {
         );
         match &done[0].outcome {
             Outcome::Fail { seen, .. } => assert!(seen.contains("index out of range"), "{seen}"),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(done[1].outcome, Outcome::pass("ok"));
+    }
+
+    #[test]
+    fn a_check_that_does_not_finish_fails_at_ten_times_its_budget_and_the_next_still_runs() {
+        let started = Instant::now();
+        let done = run_list(
+            vec![
+                Check::new(Area::Power, "hangs", 30, |_, _| {
+                    // A read that never returns: the sender lives in a thread that never ends.
+                    let (keep, never) = std::sync::mpsc::channel::<()>();
+                    std::mem::forget(keep);
+                    let _ = never.recv();
+                    Outcome::pass("unreachable")
+                }),
+                Check::new(Area::Power, "fine", 10, |_, _| Outcome::pass("ok")),
+            ],
+            vec![],
+        );
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(300) && waited < Duration::from_secs(2), "{waited:?}");
+        match &done[0].outcome {
+            Outcome::Fail { expected, seen, .. } => {
+                assert!(expected.contains("within 0.3 s"), "{expected}");
+                assert!(seen.contains("still running"), "{seen}");
+            }
             other => panic!("{other:?}"),
         }
         assert_eq!(done[1].outcome, Outcome::pass("ok"));

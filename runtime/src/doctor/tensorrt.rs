@@ -250,12 +250,18 @@ mod on_trt {
 mod tests {
     use super::*;
     use crate::backend::tensorrt::mock;
-    use crate::doctor::runner::run_checks;
+    use crate::doctor::runner::{run_checks, LEAST_DEADLINE};
 
     fn run(make: fn(TrtOptions) -> TensorrtBackend) -> Vec<crate::doctor::Done> {
         let options = Options::default();
         let facts = Facts::read(&options);
-        run_checks(with(make), &options, &facts, |_| {})
+        run_checks(
+            with(make),
+            &std::sync::Arc::new(options),
+            &std::sync::Arc::new(facts),
+            LEAST_DEADLINE,
+            |_| {},
+        )
     }
 
     fn outcome<'a>(done: &'a [crate::doctor::Done], name: &str) -> &'a Outcome {

@@ -36,4 +36,10 @@ pub enum SensorError {
     NoPowerSensors { root: PathBuf, rapl: Box<SensorError>, tegrastats: Box<SensorError> },
     #[error("cannot start the {name} thread: {reason}")]
     Thread { name: String, reason: String },
+    /// A read that did not return: a driver stuck on its bus (`metrics::deadline`).
+    #[error("reading {what} did not finish within {seconds} s: a sensor's driver may be stuck (see dmesg)")]
+    Stuck { what: String, seconds: f64 },
+    /// The thread reading ended without a reading (it panicked, and said why).
+    #[error("reading {what} failed: its thread ended without a reading")]
+    Ended { what: String },
 }

@@ -85,17 +85,33 @@ pub fn read_info(engine: &Path) -> Result<Option<EngineInfo>> {
     }
 }
 
-/// Writes an engine and its sidecar, each through a temporary file renamed into place, so a
-/// crash never leaves a half-written engine under a valid name.
+/// Writes an engine and its sidecar where the user asked, each through a temporary file renamed
+/// into place, so a crash never leaves a half-written engine under a valid name.
 pub fn write(engine: &Path, plan: &[u8], info: &EngineInfo) -> Result<()> {
-    let json = serde_json::to_vec_pretty(info).expect("plain strings serialize");
-    write_atomically(&sidecar_path(engine), &json)?;
-    write_atomically(engine, plan)
+    write_both(engine, plan, info, Entry::Output)
 }
 
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    crate::outfile::write_atomically(path, |file| file.write_all(bytes))
-        .map_err(|e| Error::Write { path: path.to_owned(), reason: e.to_string() })
+/// An output the user named (a device or a pipe is written through) or a cache entry of
+/// edgert's (whatever is there is replaced).
+#[derive(Clone, Copy)]
+enum Entry {
+    Output,
+    Cached,
+}
+
+fn write_both(engine: &Path, plan: &[u8], info: &EngineInfo, entry: Entry) -> Result<()> {
+    let json = serde_json::to_vec_pretty(info).expect("plain strings serialize");
+    write_one(&sidecar_path(engine), &json, entry)?;
+    write_one(engine, plan, entry)
+}
+
+fn write_one(path: &Path, bytes: &[u8], entry: Entry) -> Result<()> {
+    let put = |file: &mut std::io::BufWriter<std::fs::File>| file.write_all(bytes);
+    match entry {
+        Entry::Output => crate::outfile::write_atomically(path, put),
+        Entry::Cached => crate::outfile::replace(path, put),
+    }
+    .map_err(|e| Error::Write { path: path.to_owned(), reason: e.to_string() })
 }
 
 /// A folder of built engines.
@@ -128,7 +144,7 @@ impl EngineCache {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| Error::Write { path: self.dir.clone(), reason: e.to_string() })?;
         let path = self.path(info);
-        write(&path, plan, info)?;
+        write_both(&path, plan, info, Entry::Cached)?;
         Ok(path)
     }
 }

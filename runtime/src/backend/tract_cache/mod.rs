@@ -145,11 +145,11 @@ pub enum CacheError {
     Folder { dir: std::path::PathBuf, reason: std::io::Error },
 }
 
-/// Writes `model` to `path`, atomically (`outfile::write_atomically`).
+/// Writes `model` to `path`, atomically, replacing what is there (`outfile::replace`).
 pub fn store(path: &Path, model: &TypedModel) -> Result<(), CacheError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|reason| CacheError::Folder { dir: dir.to_owned(), reason })?;
-    Ok(crate::outfile::write_atomically(path, |file| {
+    Ok(crate::outfile::replace(path, |file| {
         nnef()
             .write_to_tar_with_config(model, file, false, true)
             .map(drop)

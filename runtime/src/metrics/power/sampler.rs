@@ -34,9 +34,11 @@ impl Sampler {
         Ok(Sampler(Periodic::start("edgert-power", epoch, interval, move || sensors.read())?))
     }
 
-    /// Stops sampling (after one last sample) and returns every sample.
-    pub fn finish(self) -> Vec<PowerSample> {
-        self.0.finish().into_iter().map(|(t, (rails, total))| PowerSample { t, rails, total }).collect()
+    /// Stops sampling (after one last sample) and returns every sample, or why the samples stopped
+    /// short of the stop (a rail's read that never returned).
+    pub fn finish(self) -> Result<Vec<PowerSample>, SensorError> {
+        let samples = self.0.finish()?;
+        Ok(samples.into_iter().map(|(t, (rails, total))| PowerSample { t, rails, total }).collect())
     }
 }
 
@@ -102,7 +104,7 @@ mod tests {
         let sampler = Sampler::start(&sensors, epoch, Duration::from_millis(5)).unwrap();
         std::thread::sleep(Duration::from_millis(60));
         let stopped_at = epoch.elapsed().as_secs_f64();
-        let samples = sampler.finish();
+        let samples = sampler.finish().unwrap();
         assert!(samples.len() >= 3, "{}", samples.len());
         assert!(samples.last().unwrap().t >= stopped_at);
         assert!(samples.windows(2).all(|w| w[0].t <= w[1].t));
