@@ -23,6 +23,15 @@ impl ElementType {
     pub fn name(self) -> &'static str {
         DataType::from(self).name()
     }
+
+    /// Bytes a value takes.
+    pub fn bytes(self) -> usize {
+        match self {
+            ElementType::F32 => 4,
+            ElementType::F16 => 2,
+            ElementType::U8 => 1,
+        }
+    }
 }
 
 /// The element type of a model's or engine's input or output, as it declares it; `ElementType`

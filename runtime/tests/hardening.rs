@@ -92,6 +92,14 @@ fn what_would_not_fit_in_memory_is_refused_before_it_is_allocated() {
     let fits =
         edgert(&["bench", "-m", digits(), "--batch", "1000", "--max-memory-mb", "1", "--duration-s", "0"]);
     assert!(fits.status.success(), "{}", stderr(&fits));
+    // A model fed u8 holds its input twice during a run, as f32 (0.85 MiB here) and as u8.
+    let u8_input = model("digits_mlp_u8_input.toml");
+    let twice = ["bench", "-m", s(&u8_input), "--batch", "3500", "--max-memory-mb", "1", "--duration-s", "0"];
+    fails(
+        &twice,
+        2,
+        &["the input at batch 3500 ([3500, 1, 8, 8]) as f32 and its u8 copy would take 1.1 MiB"],
+    );
 }
 
 #[test]
@@ -365,23 +373,6 @@ fn an_output_that_cannot_be_written_fails_before_the_run_and_a_full_disk_leaves_
         let args = ["run", "-m", digits(), "--input", s(&photo), "--save-outputs", s(dir.path())];
         fails(&args, 1, &["chelsea.png.npz", "No space left on device"]);
     }
-}
-
-/// Starts edgert, sends SIGTERM after `after`, and waits for it.
-fn terminated(args: &[&str], after: Duration) -> std::process::Output {
-    terminated_timed(args, after).0
-}
-
-/// Starts edgert, sends SIGTERM after `after`, and waits for it: its output, and how long it
-/// took to end after the signal.
-fn terminated_timed(args: &[&str], after: Duration) -> (std::process::Output, Duration) {
-    let child = command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
-    std::thread::sleep(after);
-    let signalled = Instant::now();
-    // SAFETY: kill(2) on a child this test started and has not yet waited for.
-    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let out = child.wait_with_output().unwrap();
-    (out, signalled.elapsed())
 }
 
 #[test]

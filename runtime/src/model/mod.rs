@@ -19,7 +19,7 @@ pub use bare::BareModelOptions;
 pub use manifest::{Manifest, Task, TaskSpec};
 
 use crate::precision::Precision;
-use crate::tensor::{DataType, TensorSpec};
+use crate::tensor::{DataType, ElementType, TensorSpec};
 use crate::{Error, Result};
 
 /// A model file, its checked manifest and what the file declares.
@@ -207,11 +207,21 @@ impl Model {
         }
     }
 
-    /// Refuses a batch whose input (as f32, how edgert holds it) would take more than `limit`.
+    /// Refuses a batch whose input would take more than `limit`: as f32, how edgert holds it, and,
+    /// for a model fed u8 or f16, the copy converted for it that lives beside it during a run.
     pub fn check_input_memory(&self, batch: usize, limit: crate::limits::MemoryLimit) -> Result<()> {
         let shape = self.input_shape(batch);
-        let what = || format!("{}: the input at batch {batch} ({shape:?})", self.source_path().display());
-        Ok(limit.check(what, &shape, std::mem::size_of::<f32>())?)
+        let dtype = self.manifest.input.dtype;
+        let copy = match dtype {
+            ElementType::F32 => 0,
+            other => other.bytes(),
+        };
+        let what = || {
+            let copy =
+                if copy > 0 { format!(" as f32 and its {} copy", dtype.name()) } else { String::new() };
+            format!("{}: the input at batch {batch} ({shape:?}){copy}", self.source_path().display())
+        };
+        Ok(limit.check(what, &shape, std::mem::size_of::<f32>() + copy)?)
     }
 
     /// What is suspicious but not wrong enough to refuse: a labels file whose names do not match

@@ -297,3 +297,20 @@ pub fn pool_affinities(child: &mut std::process::Child, count: usize) -> Vec<Vec
     }
     last
 }
+
+/// Starts edgert, sends SIGTERM after `after`, and waits for it.
+pub fn terminated(args: &[&str], after: std::time::Duration) -> Output {
+    terminated_timed(args, after).0
+}
+
+/// Starts edgert, sends SIGTERM after `after`, and waits for it: its output, and how long it
+/// took to end after the signal.
+pub fn terminated_timed(args: &[&str], after: std::time::Duration) -> (Output, std::time::Duration) {
+    let child = command(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    std::thread::sleep(after);
+    let signalled = std::time::Instant::now();
+    // SAFETY: kill(2) on a child this test started and has not yet waited for.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    (out, signalled.elapsed())
+}

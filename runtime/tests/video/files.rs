@@ -205,6 +205,27 @@ fn bad_video_sources_fail_in_one_line_with_exit_2() {
     }
 }
 
+/// A server that takes the connection and never answers holds rtspsrc in its state change (its
+/// own timeout is 20 s): SIGTERM ends the run within a second and a half, in one line.
+#[test]
+fn sigterm_ends_a_run_whose_source_never_answers() {
+    let Some(()) = tools("a silent source") else { return };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let uri = format!("rtsp://127.0.0.1:{}/test", listener.local_addr().unwrap().port());
+    std::thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().collect();
+        drop(held);
+    });
+    let digits = digits();
+    let args = ["run", "-m", &digits, "--source", &uri, "--rtsp-transport", "tcp"];
+    let (out, took) = terminated_timed(&args, std::time::Duration::from_secs(3));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(took < std::time::Duration::from_millis(1_500), "ended {took:?} after the signal: {err}");
+    let errors: Vec<&str> = err.lines().filter(|l| l.starts_with("edgert: error: ")).collect();
+    assert_eq!(errors, ["edgert: error: run interrupted by a signal"], "{err}");
+}
+
 #[test]
 fn a_codec_with_no_decoder_installed_is_named() {
     let Some(()) = tools("missing decoder") else { return };

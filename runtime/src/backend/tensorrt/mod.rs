@@ -98,8 +98,9 @@ impl TensorrtBackend {
 
     /// Prepares a serialized engine file (`trtexec --saveEngine`, Ultralytics `.engine`, or
     /// `edgert build-engine`), refusing one built for another TensorRT or GPU with how to rebuild.
-    pub fn prepare_engine_file(&self, path: &Path) -> Result<Box<dyn Prepared>> {
+    pub fn prepare_engine_file(&self, path: &Path, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
         let (engine, _) = self.load_engine_file(path)?;
+        session::check_io_memory(&engine, path, options.batch, options.memory)?;
         session::TrtPrepared::checked(engine, path)
     }
 
@@ -143,8 +144,8 @@ impl TensorrtBackend {
     }
 
     /// A manifest's engine, whose input must be the one the manifest names.
-    fn prepare_engine_for(&self, model: &Model) -> Result<Box<dyn Prepared>> {
-        let prepared = self.prepare_engine_file(&model.onnx_path)?;
+    fn prepare_engine_for(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
+        let prepared = self.prepare_engine_file(&model.onnx_path, options)?;
         let (wanted, found) = (&model.manifest.input.name, &prepared.inputs()[0].name);
         if wanted != found {
             let reason = format!("input '{wanted}' is not in the engine (its input: {found})");
@@ -439,7 +440,7 @@ impl Backend for TensorrtBackend {
     /// now (minutes on a Jetson) and cached.
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
         if model.is_engine() {
-            return self.prepare_engine_for(model);
+            return self.prepare_engine_for(model, options);
         }
         let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
         let trt = &self.options;
@@ -473,6 +474,7 @@ impl Backend for TensorrtBackend {
                 })?
             }
         };
+        session::check_io_memory(&engine, &model.onnx_path, options.batch, options.memory)?;
         session::TrtPrepared::checked(engine, &model.onnx_path)
     }
 }

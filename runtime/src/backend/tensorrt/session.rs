@@ -10,6 +10,7 @@ use super::error::TrtError;
 use super::ffi;
 use super::handles::{Buffer, Context, Engine};
 use crate::backend::{DeviceBatch, DeviceTiming, Prepared, Session};
+use crate::limits::{elements, MemoryLimit};
 use crate::tensor::{Batch, DataType, HostTensor, TensorSpec};
 use crate::{Error, Result};
 
@@ -61,6 +62,29 @@ impl TrtPrepared {
         }
         Ok(Box::new(TrtPrepared { engine: Arc::new(engine), inputs, outputs, path: path.to_owned() }))
     }
+}
+
+/// Refuses an engine whose inputs and outputs at `batch` (a dynamic dimension taken as `batch`)
+/// would take more than `limit`: each in its GPU buffer (memory a Jetson's CPU shares), as f32 on
+/// the host, and, for f16 tensors, in the host's staging copy.
+pub fn check_io_memory(engine: &Engine, path: &Path, batch: usize, limit: MemoryLimit) -> Result<()> {
+    let bytes: u128 = engine
+        .tensors
+        .iter()
+        .map(|t| {
+            let shape: Vec<usize> = t.dims.iter().map(|&d| usize::try_from(d).unwrap_or(batch)).collect();
+            let half = ffi::data_type(t.dtype) == DataType::F16;
+            let per_value = if half { 2 + 4 + 2 } else { 4 + 4 };
+            elements(&shape).saturating_mul(per_value)
+        })
+        .sum();
+    let what = || {
+        format!(
+            "{}: the engine's inputs and outputs at batch {batch} (on the GPU and as f32 on the host)",
+            path.display()
+        )
+    };
+    Ok(limit.check_bytes(what, bytes)?)
 }
 
 impl Prepared for TrtPrepared {

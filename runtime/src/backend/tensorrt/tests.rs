@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{cache, ffi, mock, BuildPrecision, Loaded, TensorrtBackend, TrtOptions};
 use crate::backend::{cpu::CpuBackend, Backend, DeviceBatch, PrepareOptions, Unsupported};
+use crate::limits::MemoryLimit;
 use crate::model::{BareModelOptions, Model};
 use crate::tensor::{DataType, HostTensor};
 use crate::Error;
@@ -266,7 +267,7 @@ fn dla_builds_in_fp16_and_a_core_the_device_lacks_is_refused() {
     assert_eq!(error.exit_code(), 2);
     // An engine file asked onto a DLA core the device lacks, too.
     let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", ffi::F32), None);
-    let message = nano.prepare_engine_file(&path).err().unwrap().to_string();
+    let message = nano.prepare_engine_file(&path, &PrepareOptions::default()).err().unwrap().to_string();
     assert!(message.contains("this device has 0 DLA cores"), "{message}");
     // The mock refuses FP32 on DLA, and a core the device lacks, as the shim does.
     let message = raw_build(&digits, false, false, 0).unwrap_err();
@@ -282,12 +283,12 @@ fn an_engine_with_tensorrt_plugins_needs_libnvinfer_plugin_and_says_so() {
         mock::plan_with(&digits_onnx(), 100300, "8.7", ffi::F32, None, vec!["EfficientNMS_TRT".into()]);
     let path = write_engine(dir.path(), &plan, None);
     let without = backend(orin_trt10, dir.path());
-    let message = without.prepare_engine_file(&path).err().unwrap().to_string();
+    let message = without.prepare_engine_file(&path, &PrepareOptions::default()).err().unwrap().to_string();
     assert!(message.contains("could not find plugin: EfficientNMS_TRT"), "{message}");
     assert!(message.contains("libnvinfer_plugin was not found"), "{message}");
     assert!(without.version().unwrap().contains("without libnvinfer_plugin"));
     let with = backend(orin_trt10_with_plugins, dir.path());
-    let prepared = with.prepare_engine_file(&path).unwrap();
+    let prepared = with.prepare_engine_file(&path, &PrepareOptions::default()).unwrap();
     assert_eq!(prepared.outputs()[0].name, "logits");
     assert!(!with.version().unwrap().contains("without"));
 }
@@ -299,7 +300,7 @@ fn an_engine_with_vectorized_io_formats_is_refused_with_how_to_rebuild_it() {
     let plan = mock::plan_with(&digits_onnx(), 100300, "8.7", ffi::F16, Some(chw16), Vec::new());
     let path = write_engine(dir.path(), &plan, None);
     let trt = backend(orin_trt10, dir.path());
-    let error = trt.prepare_engine_file(&path).err().unwrap();
+    let error = trt.prepare_engine_file(&path, &PrepareOptions::default()).err().unwrap();
     let message = error.to_string();
     assert!(message.contains(&format!("tensor 'input' is in the format \"{chw16}\"")), "{message}");
     assert!(message.contains("--inputIOFormats=fp32:chw"), "{message}");
@@ -366,7 +367,7 @@ fn an_engine_file_runs_bare_or_behind_an_ultralytics_header() {
     ultralytics.extend_from_slice(&plan);
     for bytes in [plan, ultralytics] {
         let path = write_engine(dir.path(), &bytes, None);
-        let prepared = trt.prepare_engine_file(&path).unwrap();
+        let prepared = trt.prepare_engine_file(&path, &PrepareOptions::default()).unwrap();
         let outputs = prepared.spawn().unwrap().run(&digits(1)).unwrap();
         assert_eq!(outputs[0].shape, vec![1, 10]);
     }
@@ -382,7 +383,8 @@ fn an_engine_from_another_tensorrt_or_gpu_is_refused_with_how_to_rebuild() {
     ];
     for (load, built_by, built_for, says) in cases {
         let path = write_engine(dir.path(), &mock::plan(&onnx, built_by, built_for, ffi::F32), None);
-        let error = backend(load, dir.path()).prepare_engine_file(&path).err().unwrap();
+        let error =
+            backend(load, dir.path()).prepare_engine_file(&path, &PrepareOptions::default()).err().unwrap();
         let message = error.to_string();
         assert!(message.contains("model.engine") && message.contains(says), "{message}");
         assert!(message.contains("rebuild it on this machine with `edgert build-engine`"), "{message}");
@@ -400,7 +402,11 @@ fn an_engine_from_another_tensorrt_or_gpu_is_refused_with_how_to_rebuild() {
         sparsity: false,
     };
     let path = write_engine(dir.path(), b"not even a plan", Some(&info));
-    let message = backend(orin_trt10, dir.path()).prepare_engine_file(&path).err().unwrap().to_string();
+    let message = backend(orin_trt10, dir.path())
+        .prepare_engine_file(&path, &PrepareOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(message.contains("built by TensorRT 8.6.2 and this is TensorRT 10.3.0"), "{message}");
 }
 
@@ -408,7 +414,11 @@ fn an_engine_from_another_tensorrt_or_gpu_is_refused_with_how_to_rebuild() {
 fn a_file_that_is_no_engine_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_engine(dir.path(), b"certainly not a TensorRT plan", None);
-    let message = backend(orin_trt10, dir.path()).prepare_engine_file(&path).err().unwrap().to_string();
+    let message = backend(orin_trt10, dir.path())
+        .prepare_engine_file(&path, &PrepareOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(message.contains("model.engine") && message.contains("not a TensorRT engine"), "{message}");
 }
 
@@ -416,7 +426,8 @@ fn a_file_that_is_no_engine_is_an_error_naming_it() {
 fn an_engine_with_f16_inputs_and_outputs_is_fed_and_read_through_f32() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", ffi::F16), None);
-    let prepared = backend(orin_trt10, dir.path()).prepare_engine_file(&path).unwrap();
+    let prepared =
+        backend(orin_trt10, dir.path()).prepare_engine_file(&path, &PrepareOptions::default()).unwrap();
     assert_eq!((prepared.inputs()[0].dtype, prepared.outputs()[0].dtype), (DataType::F16, DataType::F16));
     let got = prepared.spawn().unwrap().run(&digits(2)).unwrap();
     let model = model("digits_mlp_nchw.toml");
@@ -430,11 +441,32 @@ fn an_engine_with_f16_inputs_and_outputs_is_fed_and_read_through_f32() {
     }
 }
 
+/// The engine's inputs and outputs at the batch asked for (dynamic dimensions set to it), on the GPU
+/// and on the host, against `--max-memory-mb`: 74 values a digit, 8 bytes each.
+#[test]
+fn an_engine_whose_inputs_and_outputs_would_not_fit_the_memory_limit_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", ffi::F32), None);
+    let trt = backend(orin_trt10, dir.path());
+    let options = |bytes| PrepareOptions { batch: 1000, memory: MemoryLimit { bytes }, ..Default::default() };
+    let message = trt.prepare_engine_file(&path, &options(591_999)).err().unwrap().to_string();
+    assert!(
+        message.contains("model.engine: the engine's inputs and outputs at batch 1000")
+            && message.contains("more than the memory limit"),
+        "{message}"
+    );
+    assert!(trt.prepare_engine_file(&path, &options(592_000)).is_ok());
+}
+
 #[test]
 fn an_engine_with_int8_inputs_is_refused_with_the_types_edgert_feeds() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", ffi::I8), None);
-    let message = backend(orin_trt10, dir.path()).prepare_engine_file(&path).err().unwrap().to_string();
+    let message = backend(orin_trt10, dir.path())
+        .prepare_engine_file(&path, &PrepareOptions::default())
+        .err()
+        .unwrap()
+        .to_string();
     assert!(message.contains("is i8") && message.contains("f32 and f16 tensors"), "{message}");
 }
 
