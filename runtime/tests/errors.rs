@@ -211,6 +211,69 @@ fn npz_with_the_wrong_shape() {
     );
 }
 
+/// A `.npy` of `shape` holding `data` (little-endian values of numpy type `descr`).
+fn npy(descr: &str, shape: &[usize], data: &[u8]) -> Vec<u8> {
+    let dims: Vec<String> = shape.iter().map(|d| format!("{d},")).collect();
+    let mut header =
+        format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({}), }}", dims.join(" "));
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    bytes.extend(data);
+    bytes
+}
+
+/// Eight-by-eight blank samples for the digits model, labelled `labels`.
+fn digits_npz(dir: &Path, name: &str, labels: &[i64]) -> PathBuf {
+    use std::io::Write;
+    let path = dir.join(name);
+    let mut zip = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let x = vec![0u8; labels.len() * 64 * 4];
+    let y: Vec<u8> = labels.iter().flat_map(|l| l.to_le_bytes()).collect();
+    for (entry, bytes) in
+        [("x.npy", npy("<f4", &[labels.len(), 1, 8, 8], &x)), ("y.npy", npy("<i8", &[labels.len()], &y))]
+    {
+        zip.start_file(entry, zip::write::SimpleFileOptions::default()).unwrap();
+        zip.write_all(&bytes).unwrap();
+    }
+    zip.finish().unwrap();
+    path
+}
+
+/// Labels no prediction can match would make a silent 0 % accuracy: refused, naming the sample.
+#[test]
+fn labels_that_are_no_class_of_the_model_are_refused_naming_the_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let digits = model("digits_mlp_nchw.toml");
+    let fine = digits_npz(dir.path(), "fine.npz", &[0, 9, 3]);
+    let out = edgert(&["run", "-m", s(&digits), "--input", s(&fine)]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let negative = digits_npz(dir.path(), "negative.npz", &[0, -1, 3]);
+    let past = digits_npz(dir.path(), "past.npz", &[0, 9, 10]);
+    fails(
+        &["run", "-m", s(&digits), "--input", s(&negative)],
+        2,
+        &["negative.npz: 'y' at sample 1: label -1 is not a class id (0 or more)"],
+    );
+    fails(
+        &["run", "-m", s(&digits), "--input", s(&past)],
+        2,
+        &[
+            "past.npz: 'y' at sample 2: label 10 is not a class of",
+            "digits_mlp_nchw.toml (it has 10, from 0)",
+        ],
+    );
+    fails(
+        &["validate", "--reference", s(&digits), "--candidate", s(&digits), "--data", s(&past)],
+        2,
+        &["past.npz#2: label 10 is not a class of"],
+    );
+}
+
 #[test]
 fn unknown_backend() {
     fails(

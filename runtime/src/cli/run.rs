@@ -13,6 +13,7 @@ use crate::capture;
 use crate::pipeline::{Pipeline, Sample};
 use crate::postprocess::Prediction;
 use crate::saved_outputs;
+use crate::Error;
 use clap::{ArgGroup, Args};
 
 #[derive(Args)]
@@ -137,6 +138,12 @@ fn run_images(pipeline: &mut Pipeline, input: &Path, out: &Emit) -> anyhow::Resu
 fn run_tensors(pipeline: &mut Pipeline, input: &Path, out: &Emit) -> anyhow::Result<ExitCode> {
     let item_shape = pipeline.model.manifest.input.shape[1..].to_vec();
     let set = capture::npz::load(input, &item_shape)?;
+    for (i, &label) in set.labels.iter().flatten().enumerate() {
+        let model = &pipeline.model;
+        model
+            .class_id(label)
+            .map_err(|reason| Error::input(input, format!("'y' at sample {i}: {reason}")))?;
+    }
     let mut correct = 0;
     for i in 0..set.len() {
         let prediction = out.one(pipeline, Sample::Tensor(set.item(i)), (input, input, Some(i)))?;

@@ -224,10 +224,32 @@ impl Model {
         Ok(limit.check(what, &shape, std::mem::size_of::<f32>() + copy)?)
     }
 
+    /// A classifier's class count, where its first output's last dimension is fixed.
+    pub fn classes(&self) -> Option<usize> {
+        if self.manifest.task.kind() != Task::Classification {
+            return None;
+        }
+        self.outputs.first().and_then(|o| o.shape.last().copied().flatten())
+    }
+
+    /// `label` as a class id of this model, or why it is none: negative, or past a classifier's
+    /// classes (an accuracy over labels no prediction can match would be a silent 0 %).
+    pub fn class_id(&self, label: i64) -> std::result::Result<usize, String> {
+        let id =
+            usize::try_from(label).map_err(|_| format!("label {label} is not a class id (0 or more)"))?;
+        match self.classes() {
+            Some(classes) if id >= classes => Err(format!(
+                "label {label} is not a class of {} (it has {classes}, from 0)",
+                self.source_path().display()
+            )),
+            _ => Ok(id),
+        }
+    }
+
     /// What is suspicious but not wrong enough to refuse: a labels file whose names do not match
     /// the classifier's classes; for a bare model, what edgert assumed or could not decode.
     pub fn warnings(&self) -> Vec<String> {
-        let classes = self.outputs.first().and_then(|o| o.shape.last().copied().flatten());
+        let classes = self.classes();
         let mut warnings: Vec<String> =
             self.notes.iter().map(|n| format!("{}: {n}", self.source_path().display())).collect();
         match (self.manifest.task.kind(), &self.labels, classes) {

@@ -11,7 +11,7 @@ use crate::{Error, Result};
 /// A label as written: a class id, or a class name to look up in the model's labels.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Label {
-    Id(usize),
+    Id(i64),
     Name(String),
 }
 
@@ -74,12 +74,15 @@ impl Dataset {
     /// The class id of item `index`, names resolved against `model`'s labels.
     pub fn label(&self, index: usize, model: &Model) -> Result<Option<usize>> {
         let label = match &self.items {
-            Samples::Tensors(set) => set.labels.as_ref().map(|l| Label::Id(l[index].max(0) as usize)),
+            Samples::Tensors(set) => set.labels.as_ref().map(|l| Label::Id(l[index])),
             Samples::Images(images) => images[index].1.clone(),
         };
         match label {
             None => Ok(None),
-            Some(Label::Id(id)) => Ok(Some(id)),
+            Some(Label::Id(id)) => model
+                .class_id(id)
+                .map(Some)
+                .map_err(|reason| Error::input(Path::new(&self.name(index)), reason)),
             Some(Label::Name(name)) => {
                 let names = model.labels.as_deref().unwrap_or_default();
                 let id = names.iter().position(|n| n.eq_ignore_ascii_case(&name)).ok_or_else(|| {
