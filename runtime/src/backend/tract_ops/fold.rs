@@ -1,7 +1,9 @@
-//! Folding a `FakeQuantize` into the edgert convolution before it.
+//! Folding a `FakeQuantize` or a SiLU into the edgert convolution before it.
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
+use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
+use tract_onnx::tract_core::ops::nn::Silu;
 
 use super::clip;
 use super::depthwise::DepthwiseConv;
@@ -27,5 +29,23 @@ pub fn fold_into_convolution(
     } else {
         return Ok(None);
     };
+    super::replacing(model, producer.inputs[0], name, folded, node.id.into())
+}
+
+/// Folds a SiLU (`x · sigmoid(x)`, which tract makes one `Silu`: YOLO's activation after every
+/// convolution) into the edgert convolution that writes its input, when nothing else reads that
+/// output: computed by the thread that made the values, while they are in cache, instead of in a
+/// pass of its own on one thread.
+pub fn fold_silu(
+    _: &(),
+    model: &TypedModel,
+    node: &TypedNode,
+    name: &str,
+    op: &ElementWiseOp,
+) -> TractResult<Option<TypedModelPatch>> {
+    rule_if!(op.0.is::<Silu>());
+    let producer = model.node(node.inputs[0].node);
+    rule_if!(clip::only_feeds(model, producer.id, node.id)?);
+    rule_if_some!(folded = producer.op_as::<PointwiseConv>().and_then(PointwiseConv::then_silu));
     super::replacing(model, producer.inputs[0], name, folded, node.id.into())
 }

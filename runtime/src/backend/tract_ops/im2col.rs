@@ -1,15 +1,11 @@
 //! `Im2col`: what each output position of a dense convolution reads at each tap, as the rows of a
-//! matrix, made a band of output rows at a time so that it never holds more than `BAND_VALUES`.
-//! `PointwiseConv` multiplies the weights by it.
+//! matrix, made a band of output rows at a time (`PointwiseConv` makes chunks that fit a core's
+//! cache) and multiplied by the weights there.
 
 use std::ops::Range;
 
 use super::clip;
 use super::planes::PlaneGeometry;
-
-/// The most values a band of the im2col matrix holds (4 MiB): bounds the memory a convolution
-/// takes beside its input and output, whatever the image size.
-const BAND_VALUES: usize = 1 << 20;
 
 /// What each output position of an image reads at each tap, as the rows of a matrix (one per
 /// input channel and tap, channel-major as OIHW weights are), a band of output rows at a time.
@@ -44,17 +40,6 @@ impl Im2col {
     /// Values of one image.
     pub fn image_len(&self) -> usize {
         self.channels * self.geometry.input[0] * self.geometry.input[1]
-    }
-
-    /// Output rows per band: as many as keep a band within `BAND_VALUES`, one at least.
-    pub fn band_rows(&self) -> usize {
-        (BAND_VALUES / (self.depth() * self.geometry.output[1])).clamp(1, self.geometry.output[0])
-    }
-
-    /// The bands of output rows, in order.
-    pub fn bands(&self) -> impl Iterator<Item = Range<usize>> + '_ {
-        let (rows, band) = (self.geometry.output[0], self.band_rows());
-        (0..rows).step_by(band).map(move |first| first..(first + band).min(rows))
     }
 
     /// Floats the padded planes of one image take (`fill`).

@@ -1,8 +1,8 @@
 //! edgert's own tract operators for the `cpu` backend, where tract's are slow on the models edge
 //! users run: depthwise convolutions (MobileNet's half of the time), 1×1 convolutions (a matrix
 //! product each), dense convolutions with a shallow product (a network's first) and the
-//! QuantizeLinear → DequantizeLinear pairs of INT8 QDQ models, each with the ReLU or ReLU6 next
-//! to it folded in; max pooling (YOLO's downsampling); and softmaxes over an inner axis (YOLOv8's
+//! QuantizeLinear → DequantizeLinear pairs of INT8 QDQ models, each with the ReLU, ReLU6 or SiLU
+//! next to it folded in; max pooling (YOLO's downsampling); and softmaxes over an inner axis (YOLOv8's
 //! box decoding).
 //! `rewrite` swaps them into a decluttered model before tract optimizes it, moving the channels
 //! last around the depthwise and 1×1 convolutions on the way (`channel_order`); anything they do
@@ -49,6 +49,7 @@ pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
     Rewriter::<()>::default()
         .with_rule_for::<EinSum>("edgert-pointwise", pointwise::rule)
         .with_rule_for::<ElementWiseOp>("edgert-fake-quantize", fake_quantize::rule)
+        .with_rule_for::<ElementWiseOp>("edgert-fold-silu", fold::fold_silu)
         .with_rule_for::<fake_quantize::FakeQuantize>(
             "edgert-fold-fake-quantize",
             fold::fold_into_convolution,

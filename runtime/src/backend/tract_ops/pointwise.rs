@@ -15,7 +15,7 @@ use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
 use super::fake_quantize::FakeQuantize;
-use super::finish::{finish, Bias};
+use super::finish::{finish, Bias, Steps};
 use super::im2col::Im2col;
 use super::planes::transpose;
 use super::pointwise_narrow::{Narrow, MAX_CHANNELS};
@@ -44,6 +44,9 @@ pub struct PointwiseConv {
     bias: Vec<f32>,
     /// Bounds of a folded ReLU or ReLU6; infinite without one.
     clip: (f32, f32),
+    /// A SiLU after it (x · sigmoid(x), which tract makes one `Silu`), folded in: applied after
+    /// the bias, before `quantize`.
+    silu: bool,
     /// QuantizeLinear → DequantizeLinear pairs after it (with the clips between), folded in:
     /// applied last, in order.
     quantize: Vec<FakeQuantize>,
@@ -65,7 +68,11 @@ impl Op for PointwiseConv {
         let layout = format!("{} → {}", side(self.data_channel_last), side(self.output_channel_last));
         let blocks = format!("{} × {} positions", self.blocks, self.positions);
         let im2col = if self.im2col.is_some() { ", over im2col" } else { "" };
-        Ok(vec![format!("{channels}{im2col}, {layout}, {blocks}, clip {:?}, {:?}", self.clip, self.quantize)])
+        let silu = if self.silu { ", SiLU" } else { "" };
+        Ok(vec![format!(
+            "{channels}{im2col}, {layout}, {blocks}, clip {:?}{silu}, {:?}",
+            self.clip, self.quantize
+        )])
     }
 
     fn validation(&self) -> Validation {
@@ -89,21 +96,34 @@ struct Product<'a> {
 
 impl Product<'_> {
     fn run(&self, out: &mut [f32], out_rs: usize) -> TractResult<()> {
+        // SAFETY: `out` is borrowed mutably, so nothing else reads or writes it, and `len` is its
+        // length.
+        unsafe { self.run_into(out.as_mut_ptr(), out_rs, out.len()) }
+    }
+
+    /// `run` into the `len` values from `out`, of which it writes `n` columns of `m` rows of
+    /// `out_rs` only.
+    ///
+    /// # Safety
+    /// `out` must be valid for writes of `len` values, and nothing else may read or write the
+    /// values this product writes while it runs.
+    unsafe fn run_into(&self, out: *mut f32, out_rs: usize, len: usize) -> TractResult<()> {
         let (m, n, k) = (self.m, self.n, self.k);
         ensure!(m > 0 && n > 0 && k > 0 && n <= out_rs, "empty or overlapping product");
         let end = |rows: usize, cols: usize, (_, rs, cs): Matrix| (rows - 1) * rs + (cols - 1) * cs + 1;
         ensure!(end(m, k, self.a) <= self.a.0.len() && end(k, n, self.b) <= self.b.0.len());
-        ensure!((m - 1) * out_rs + n <= out.len(), "product output out of bounds");
+        ensure!((m - 1) * out_rs + n <= len, "product output out of bounds");
         // gemm-f32's kernels write a column-major destination fast and a row-major one several
         // times more slowly, so the product is computed as its transpose, bᵀ · aᵀ, column-major, as the `gemm` crate's front end does.
-        // SAFETY: every index the strides reach is inside its slice (checked above), and `out`
-        // is borrowed mutably. `read_dst` is false: `out` is only written.
+        // SAFETY: every index the strides reach is inside its slice (checked above), and the
+        // caller vouches for the values of `out` it writes. `read_dst` is false: `out` is only
+        // written.
         unsafe {
             gemm_f32::gemm::f32::get_gemm_fn()(
                 n,
                 m,
                 k,
-                out.as_mut_ptr(),
+                out,
                 out_rs as isize,
                 1,
                 false,
@@ -187,14 +207,16 @@ impl EvalOp for PointwiseConv {
                     self.finish(rows, Bias::PerChannel(&self.bias));
                     Ok(())
                 })?;
-            } else {
-                // Rows of output channels: weights (rows × in) · data (in × positions).
+            } else if self.data_channel_last {
+                // Rows of output channels from channel-last data.
                 on_row_blocks(out, positions, work, |first, rows| {
-                    if self.data_channel_last {
-                        return self.transposed_block(first, rows, positions, data);
-                    }
-                    let data = (data, positions, 1);
-                    self.channel_first_block(first, rows, positions, 0..positions, data)
+                    self.transposed_block(first, rows, positions, data)
+                })?;
+            } else {
+                // Weights (out × in) · data (in × positions), a chunk of positions at a time.
+                self.channel_first(out, self.chunk_columns(), |_, columns| Chunk::Borrowed {
+                    values: &data[columns.start..],
+                    stride: positions,
                 })?;
             }
         }
@@ -223,6 +245,7 @@ impl PointwiseConv {
             weights,
             bias,
             clip,
+            silu: false,
             quantize: vec![],
             output_shape: output_shape.into(),
         }
@@ -233,13 +256,12 @@ impl PointwiseConv {
     fn convolve(&self, im2col: &Im2col, input: &[f32], out: &mut [f32]) -> TractResult<()> {
         // Zeroed once: `fill` never writes the padding.
         let mut planes = vec![0.0; im2col.planes_len()];
-        let mut matrix = Vec::new();
         let image_out = self.positions * self.bias.len();
         for (image, out) in input.chunks_exact(im2col.image_len()).zip(out.chunks_exact_mut(image_out)) {
             im2col.fill(image, &mut planes);
             match self.output_channel_last {
                 true => self.image_channel_last(im2col, &planes, out)?,
-                false => self.image_channel_first(im2col, &planes, &mut matrix, out)?,
+                false => self.image_channel_first(im2col, &planes, out)?,
             }
         }
         Ok(())
@@ -269,48 +291,74 @@ impl PointwiseConv {
         })
     }
 
-    /// One image into channel-first `out`, a band of output rows at a time: the band gathered
-    /// into `matrix`, then multiplied into those columns of every output channel (rows split
-    /// between threads as for a 1×1 convolution) and finished there.
-    fn image_channel_first(
-        &self,
-        im2col: &Im2col,
-        planes: &[f32],
-        matrix: &mut Vec<f32>,
-        out: &mut [f32],
-    ) -> TractResult<()> {
-        let (positions, depth, cout) = (self.positions, self.in_channels, self.bias.len());
-        for rows in im2col.bands() {
-            let (first_position, n) = (rows.start * im2col.width(), rows.len() * im2col.width());
-            matrix.resize(depth * n, 0.0);
-            im2col.gather(planes, rows, matrix);
-            let matrix = &*matrix;
-            on_row_blocks(out, positions, depth * n * cout, |first, block| {
-                let columns = first_position..first_position + n;
-                self.channel_first_block(first, block, positions, columns, (matrix, n, 1))
-            })?;
-        }
-        Ok(())
+    /// One image into channel-first `out` (`channel_first`): each chunk's im2col matrix gathered
+    /// by the thread that takes it, a whole number of output rows.
+    fn image_channel_first(&self, im2col: &Im2col, planes: &[f32], out: &mut [f32]) -> TractResult<()> {
+        let width = im2col.width();
+        let chunk = self.chunk_columns().div_ceil(width) * width;
+        self.channel_first(out, chunk, |matrix, columns| {
+            matrix.resize(self.in_channels * columns.len(), 0.0);
+            im2col.gather(planes, columns.start / width..columns.end / width, matrix);
+            Chunk::Made { stride: columns.len() }
+        })
     }
 
-    /// Columns `columns` of the output channels `first..` that `rows` holds (`positions` values
-    /// each): weights · data (input channels × the columns), then finished.
-    fn channel_first_block(
+    /// Columns per chunk of a channel-first product: as many as fill `CHUNK_VALUES` of data (so
+    /// that a chunk made in a scratch is multiplied from cache), but no fewer than the output
+    /// channels, or the weights (packed again for each chunk) would cost more than the data.
+    fn chunk_columns(&self) -> usize {
+        (CHUNK_VALUES / self.in_channels.max(1)).max(self.bias.len()).max(1)
+    }
+
+    /// Channel-first `out` (output channels × positions): weights · data, where `data(scratch,
+    /// columns)` gives the data of `columns` (depth × the columns, `Chunk`), then finished.
+    /// gemm packs the whole of each side of a product it is given, so the pool's threads split
+    /// the larger side: the columns, in chunks of `chunk` claimed in turn, each thread making and
+    /// packing only its own; or, where there are fewer positions than output channels and the
+    /// data is small enough to make whole (`WHOLE_DATA`), the output channels, each thread
+    /// packing only its channels' weights.
+    fn channel_first<'d>(
         &self,
-        first: usize,
-        rows: &mut [f32],
-        positions: usize,
-        columns: Range<usize>,
-        data: Matrix,
+        out: &mut [f32],
+        chunk: usize,
+        data: impl Fn(&mut Vec<f32>, Range<usize>) -> Chunk<'d> + Sync,
     ) -> TractResult<()> {
-        let (cin, channels) = (self.in_channels, rows.len() / positions);
-        let weights = (&self.weights[first * cin..], cin, 1);
-        let product = Product { m: channels, n: columns.len(), k: cin, a: weights, b: data };
-        product.run(&mut rows[columns.start..], positions)?;
-        for (c, row) in rows.chunks_exact_mut(positions).enumerate() {
-            self.finish(&mut row[columns.clone()], Bias::Same(self.bias[first + c]));
+        let (positions, depth, cout) = (self.positions, self.in_channels, self.bias.len());
+        let threads = if positions * depth * cout >= THREADING_WORK { threads::available() } else { 1 };
+        if threads > 1 && positions < cout && depth * positions <= WHOLE_DATA {
+            let mut scratch = Vec::new();
+            let data = match data(&mut scratch, 0..positions) {
+                Chunk::Made { stride } => (&scratch[..], stride, 1),
+                Chunk::Borrowed { values, stride } => (values, stride, 1),
+            };
+            return on_row_blocks(out, positions, positions * depth * cout, |first, rows| {
+                let channels = rows.len() / positions;
+                let weights = (&self.weights[first * depth..], depth, 1);
+                Product { m: channels, n: positions, k: depth, a: weights, b: data }.run(rows, positions)?;
+                for (row, &bias) in rows.chunks_exact_mut(positions).zip(&self.bias[first..]) {
+                    self.finish(row, Bias::Same(bias));
+                }
+                Ok(())
+            });
         }
-        Ok(())
+        let out = SharedRows::new(out, positions);
+        threads::on_ranges(positions, chunk, threads, Vec::new, |scratch, columns| {
+            let (data, stride) = match data(scratch, columns.clone()) {
+                Chunk::Made { stride } => (&scratch[..], stride),
+                Chunk::Borrowed { values, stride } => (values, stride),
+            };
+            let (weights, n) = ((&self.weights[..], depth, 1), columns.len());
+            let product = Product { m: cout, n, k: depth, a: weights, b: (data, stride, 1) };
+            // SAFETY: the ranges `on_ranges` hands out are disjoint, so no other call writes or
+            // reads these columns of any output channel while this one does.
+            unsafe {
+                product.run_into(out.at(0, columns.start), positions, out.len() - columns.start)?;
+                for (c, &bias) in self.bias.iter().enumerate() {
+                    self.finish(out.columns(c, columns.clone()), Bias::Same(bias));
+                }
+            }
+            Ok(())
+        })
     }
 
     /// The output channels `first..` that `rows` holds (`positions` values each) from
@@ -355,9 +403,66 @@ impl PointwiseConv {
         op
     }
 
-    /// Adds the bias to products, clips, then quantizes them, while they are still in cache.
+    /// This convolution with a SiLU after it, where nothing comes between: no clip, no quantize.
+    pub fn then_silu(&self) -> Option<PointwiseConv> {
+        let bare = self.clip == clip::NONE && self.quantize.is_empty() && !self.silu;
+        bare.then(|| PointwiseConv { silu: true, ..self.clone() })
+    }
+
+    /// Adds the bias to products, clips or applies the SiLU, then quantizes them, while they are
+    /// still in cache.
     fn finish(&self, values: &mut [f32], bias: Bias) {
-        finish(values, bias, self.clip, &self.quantize);
+        finish(values, bias, Steps { clip: self.clip, silu: self.silu, quantize: &self.quantize });
+    }
+}
+
+/// A chunk's data for `channel_first`: depth rows of its columns, `stride` apart.
+enum Chunk<'d> {
+    /// Made in the scratch the call was given.
+    Made { stride: usize },
+    /// Read where it is.
+    Borrowed { values: &'d [f32], stride: usize },
+}
+
+/// Rows of `row` values that threads write at once, each its own columns of every row.
+struct SharedRows<'a> {
+    values: *mut f32,
+    len: usize,
+    row: usize,
+    _out: std::marker::PhantomData<&'a mut [f32]>,
+}
+
+// SAFETY: the values are only reached through `at` and `columns`, whose callers vouch that no two
+// threads touch the same one at once.
+unsafe impl Send for SharedRows<'_> {}
+unsafe impl Sync for SharedRows<'_> {}
+
+impl<'a> SharedRows<'a> {
+    fn new(out: &'a mut [f32], row: usize) -> SharedRows<'a> {
+        SharedRows { values: out.as_mut_ptr(), len: out.len(), row, _out: std::marker::PhantomData }
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Where value `column` of row `row` is.
+    fn at(&self, row: usize, column: usize) -> *mut f32 {
+        assert!(row * self.row + column <= self.len, "outside the rows");
+        // SAFETY: within (or one past) the slice `new` was given, checked above.
+        unsafe { self.values.add(row * self.row + column) }
+    }
+
+    /// The values `columns` of row `row`.
+    ///
+    /// # Safety
+    /// Nothing else may read or write these values while the slice lives.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn columns(&self, row: usize, columns: Range<usize>) -> &mut [f32] {
+        assert!(columns.end <= self.row && (row + 1) * self.row <= self.len, "outside the rows");
+        // SAFETY: inside the slice `new` was given (checked above); the caller vouches that the
+        // values are this slice's alone while it lives.
+        unsafe { std::slice::from_raw_parts_mut(self.at(row, columns.start), columns.len()) }
     }
 }
 
@@ -370,6 +475,10 @@ const CHUNK_VALUES: usize = 64 * 1024;
 fn chunk_positions(channels: usize) -> usize {
     (CHUNK_VALUES / channels.max(1)).next_multiple_of(64).max(64)
 }
+
+/// The most values of data `channel_first` makes whole to split a product by output channels
+/// (4 MiB).
+const WHOLE_DATA: usize = 1 << 20;
 
 /// Below this many multiply-adds one thread does the whole product, as in gemm's own threading.
 const THREADING_WORK: usize = 48 * 48 * 256;
@@ -613,6 +722,7 @@ pub fn rule(
         weights,
         bias,
         clip,
+        silu: false,
         quantize: vec![],
         output_shape: output_shape.into(),
     };

@@ -243,3 +243,70 @@ fn einsum_model(expr: &str, input: &[usize], bias_shape: &[usize], cin: usize, c
     model.select_output_outlets(&[y]).unwrap();
     model
 }
+
+/// `model` with a SiLU after its output as ONNX writes it (x · Sigmoid(x), which tract makes one
+/// `Silu`), then `pairs` QuantizeLinear → DequantizeLinear pairs, decluttered.
+fn then_silu(mut model: TypedModel, pairs: usize) -> TypedModel {
+    let x = model.output_outlets().unwrap()[0];
+    let sigmoid = model.wire_node("sigmoid", tract_onnx::tract_core::ops::nn::sigmoid(), &[x]).unwrap()[0];
+    let mut wire = model.wire_node("mul", math::mul(), &[x, sigmoid]).unwrap()[0];
+    for i in 0..pairs {
+        wire = model.wire_node(format!("q{i}"), quantize_linear_i8(SCALE.recip(), 0), &[wire]).unwrap()[0];
+        wire = model.wire_node(format!("dq{i}"), DequantizeLinearF32::new(SCALE, 0), &[wire]).unwrap()[0];
+    }
+    model.select_output_outlets(&[wire]).unwrap();
+    model.into_decluttered().unwrap()
+}
+
+/// YOLO's activation, folded into the 1×1 and dense convolutions before it (then quantized, as
+/// in an INT8 QDQ export), on one thread and on two.
+#[test]
+fn a_silu_after_a_convolution_is_folded_into_it() {
+    let same = PaddingSpec::Explicit(tvec!(1, 1), tvec!(1, 1));
+    let dense = super::tests::dense_conv(DataFormat::NCHW, &[1, 8, 20, 24], 16, [3, 3], [1, 1], same, &[]);
+    let pointwise = conv_1x1(DataFormat::NCHW, &[1, 16, 20, 24], KernelFormat::OIHW, 24, false);
+    let cases = [
+        (then_silu(dense.clone(), 0), [1, 8, 20, 24], 1e-5),
+        (then_silu(pointwise.clone(), 0), [1, 16, 20, 24], 1e-5),
+        (then_silu(dense, 1), [1, 8, 20, 24], SCALE),
+        (then_silu(pointwise, 1), [1, 16, 20, 24], SCALE),
+    ];
+    for (i, (model, input, tolerance)) in cases.iter().enumerate() {
+        assert_eq!(count(model, "Silu"), 1, "case {i}: {:?}", op_names(model));
+        for threads in [1, 2] {
+            let ours = on_threads(threads, || rewritten_agrees(model, input, *tolerance));
+            assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "case {i}, {threads} threads");
+        }
+    }
+}
+
+/// A SiLU whose input something else reads too stays tract's: the convolution's output is needed
+/// as it is.
+#[test]
+fn a_silu_is_not_folded_where_something_else_reads_the_convolution() {
+    let mut model = conv_1x1(DataFormat::NCHW, &[1, 16, 20, 24], KernelFormat::OIHW, 24, false);
+    let conv = model.output_outlets().unwrap()[0];
+    let model = {
+        let silu =
+            model.wire_node("silu", tract_onnx::tract_core::ops::nn::silu::silu(), &[conv]).unwrap()[0];
+        model.select_output_outlets(&[silu, conv]).unwrap();
+        model
+    };
+    let ours = rewritten_agrees(&model, &[1, 16, 20, 24], 1e-5);
+    assert_eq!(count(&ours, "Silu"), 1, "{:?}", op_names(&ours));
+}
+
+/// Channel-first 1×1 convolutions split between threads by positions (more positions than
+/// output channels) and by output channels (fewer), on one, two and three threads.
+#[test]
+fn channel_first_products_split_by_columns_or_by_channels_match_tract() {
+    for (input, cout) in [([1, 16, 40, 30], 24), ([1, 256, 5, 5], 300)] {
+        let model = conv_1x1(DataFormat::NCHW, &input, KernelFormat::OIHW, cout, false);
+        for threads in [1, 2, 3] {
+            let ours = on_threads(threads, || rewritten_agrees(&model, &input, 1e-4));
+            assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{input:?} on {threads}");
+            let info = ours.nodes()[1].op.info().unwrap().join(" ");
+            assert!(info.contains("channel-first → channel-first"), "{info}");
+        }
+    }
+}

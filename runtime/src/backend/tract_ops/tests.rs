@@ -401,7 +401,7 @@ fn a_clip_is_not_folded_where_something_else_reads_the_values_before_it() {
 
 /// Source (`input`, NCHW or NHWC) → a dense Conv of `out_channels` with OIHW weights, then
 /// each of `after` (Max or Min against a constant).
-fn dense_conv(
+pub(super) fn dense_conv(
     format: DataFormat,
     input: &[usize],
     out_channels: usize,
@@ -461,15 +461,20 @@ fn a_dense_convolution_and_its_relu6_become_a_product_over_im2col() {
     assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"]);
 }
 
-/// The im2col matrix is made a band of output rows at a time, within 1 Mi values: 144 deep × 64
-/// wide takes 113 rows a band (two bands, the second short), 576 deep × 2048 wide one row (four).
+/// The im2col matrix is made a chunk of output rows at a time, within 64 Ki values, which the
+/// threads claim: 144 deep × 64 wide takes 7 rows a chunk (19 chunks, the last short), 576 deep ×
+/// 2048 wide one row (four), 27 deep × 160 wide (YOLO's first layer, smaller) 15 rows (two). With
+/// fewer positions than output channels (36 for 128) the threads split the channels instead.
 #[test]
-fn a_convolution_whose_im2col_matrix_takes_several_bands_matches_tract() {
+fn a_convolution_whose_im2col_matrix_takes_several_chunks_matches_tract_on_any_threads() {
     let same = PaddingSpec::Explicit(tvec!(1, 1), tvec!(1, 1));
-    for (input, out_channels) in [([1, 16, 128, 64], 8), ([1, 64, 4, 2048], 2)] {
+    let cases = [([1, 16, 128, 64], 8), ([1, 64, 4, 2048], 2), ([1, 3, 20, 160], 16), ([1, 64, 6, 6], 128)];
+    for (input, out_channels) in cases {
         let model = dense_conv(DataFormat::NCHW, &input, out_channels, [3, 3], [1, 1], same.clone(), &RELU6);
-        let ours = rewritten_agrees(&model, &input, 1e-4);
-        assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{input:?}");
+        for threads in [1, 2, 3] {
+            let ours = on_threads(threads, || rewritten_agrees(&model, &input, 1e-4));
+            assert_eq!(op_names(&ours), ["Source", "EdgertPointwiseConv"], "{input:?} on {threads}");
+        }
     }
 }
 

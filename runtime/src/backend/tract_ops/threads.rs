@@ -5,6 +5,7 @@
 //! and edgert's operators already cover the convolutions and max pooling, where CNNs spend
 //! their time.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
@@ -107,6 +108,46 @@ pub(super) fn on_row_blocks<T: Send>(
     claims.failed.into_inner().map_or(Ok(()), Err)
 }
 
+/// Calls `each(state, range)` on consecutive ranges of `per_range` of `0..total`, claimed by up
+/// to `threads` of the calling operator's pool as `on_row_blocks` claims blocks; each thread that
+/// takes any makes its `state` once (a scratch buffer), with `init`. For work whose output is not
+/// one slice cut in whole rows (a channel-first convolution's columns).
+pub(super) fn on_ranges<S>(
+    total: usize,
+    per_range: usize,
+    threads: usize,
+    init: impl Fn() -> S + Sync,
+    each: impl Fn(&mut S, Range<usize>) -> TractResult<()> + Send + Sync,
+) -> TractResult<()> {
+    let per_range = per_range.max(1);
+    let count = total.div_ceil(per_range);
+    let range = |i: usize| i * per_range..((i + 1) * per_range).min(total);
+    let threads = threads.min(available()).min(count);
+    if threads < 2 {
+        let mut state = init();
+        return (0..count).try_for_each(|i| each(&mut state, range(i)));
+    }
+    let claimed = AtomicUsize::new(0);
+    let claims = Claims { working: AtomicUsize::new(0), failed: OnceLock::new() };
+    let work = || {
+        let mut state = None;
+        claims.each(
+            || Some(claimed.fetch_add(1, Ordering::Relaxed)).filter(|&i| i < count),
+            |i| each(state.get_or_insert_with(&init), range(i)),
+        )
+    };
+    rayon::scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(|_| work());
+        }
+        work();
+        while claims.working.load(Ordering::SeqCst) > 0 {
+            std::thread::yield_now();
+        }
+    });
+    claims.failed.into_inner().map_or(Ok(()), Err)
+}
+
 /// The claims on the blocks of one `on_row_blocks`: how many blocks are being worked on, and
 /// the first error.
 struct Claims {
@@ -118,7 +159,7 @@ impl Claims {
     /// Claims blocks with `next` until none is left, calling `run` on each. A block counts as
     /// worked on from before its claim until `run` returns or panics, so that a waiter who saw
     /// every block claimed sees every block not yet finished.
-    fn each<B>(&self, next: impl Fn() -> Option<B>, run: impl Fn(B) -> TractResult<()>) {
+    fn each<B>(&self, next: impl Fn() -> Option<B>, mut run: impl FnMut(B) -> TractResult<()>) {
         loop {
             self.working.fetch_add(1, Ordering::SeqCst);
             let _done = Done(&self.working);
@@ -215,6 +256,46 @@ mod tests {
         assert_eq!(pool.install(|| rows_seen(10, 3, SPLIT_WORK - 1)), (want.clone(), 1));
         // Four blocks per thread: 8 asked for, so 2 rows a block, and 10 rows make 5.
         assert_eq!(pool.install(|| rows_seen(10, 3, SPLIT_WORK)), (want, 5));
+    }
+
+    #[test]
+    fn ranges_are_each_taken_once_with_a_state_per_thread_that_takes_any() {
+        let pool = pool(2, Pinning::From(0), failed).unwrap().unwrap();
+        for (total, per, threads) in [(10, 3, 2), (10, 3, 1), (1, 5, 2), (0, 4, 2), (64, 1, 2)] {
+            let seen = Mutex::new(Vec::new());
+            let states = AtomicUsize::new(0);
+            pool.install(|| {
+                on_ranges(
+                    total,
+                    per,
+                    threads,
+                    || states.fetch_add(1, Ordering::Relaxed),
+                    |_, range| {
+                        assert!(range.len() <= per && !range.is_empty());
+                        seen.lock().unwrap().extend(range);
+                        Ok(())
+                    },
+                )
+            })
+            .unwrap();
+            let mut seen = seen.into_inner().unwrap();
+            seen.sort();
+            assert_eq!(seen, (0..total).collect::<Vec<_>>(), "{total} by {per}");
+            assert!(states.into_inner() <= threads.max(1));
+        }
+        let result = pool.install(|| {
+            on_ranges(
+                8,
+                1,
+                2,
+                || (),
+                |_, range| match range.start {
+                    5 => tract_onnx::tract_core::internal::bail!("range at 5"),
+                    _ => Ok(()),
+                },
+            )
+        });
+        assert_eq!(result.unwrap_err().to_string(), "range at 5");
     }
 
     #[test]
