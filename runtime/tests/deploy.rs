@@ -292,6 +292,19 @@ fn a_failing_board_check_copies_nothing_and_names_the_reason() {
         "{}",
         text(&missing)
     );
+    // Without --binary, from a checkout where neither build has run: the build to run is named.
+    let empty = tempfile::tempdir().unwrap();
+    let unbuilt = Command::new(deploy_dir().join("edgert-deploy"))
+        .arg("127.0.0.1")
+        .current_dir(empty.path())
+        .output()
+        .unwrap();
+    assert_eq!(unbuilt.status.code(), Some(2));
+    assert!(
+        stderr(&unbuilt).contains("no edgert binary built: run cross/build-aarch64.sh"),
+        "{}",
+        text(&unbuilt)
+    );
 }
 
 #[test]

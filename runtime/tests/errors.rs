@@ -511,3 +511,15 @@ fn cuda_without_a_usable_driver_or_gpu_says_which() {
     let no_gpu = info(Some(&fake_libcuda(no_gpu_dir.path(), 13000, 100)));
     assert!(no_gpu.starts_with("no NVIDIA GPU: the driver loaded but reports no device"), "{no_gpu}");
 }
+
+/// TensorRT's flags in a build without TensorRT say how to get it, in one line, rather than
+/// clap's "unexpected argument".
+#[cfg(not(feature = "tensorrt"))]
+#[test]
+fn tensorrt_flags_in_a_build_without_it_say_how_to_get_it() {
+    let digits = model("digits_mlp_nchw.toml");
+    for flags in [&["--trt-precision", "fp16"][..], &["--trt-sparsity"], &["--trt-engine-cache", "/tmp"]] {
+        let args = [&["bench", "-m", s(&digits), "--duration-s", "0"][..], flags].concat();
+        fails(&args, 2, &[flags[0], "built without TensorRT: build it with --features tensorrt"]);
+    }
+}

@@ -17,6 +17,11 @@ use crate::backend::ort::{OrtOptions, Provider};
 use crate::backend::tensorrt::{BuildPrecision, TrtOptions};
 use crate::backend::BackendOptions;
 
+/// What `--backend` takes, said once for every command that takes one.
+pub const BACKEND_HELP: &str = "cpu, ort, cuda or tensorrt (the last three where built in and usable: \
+    `edgert info` lists them); gpu: the best usable GPU backend, or an error; gpu-or-cpu: the best \
+    usable GPU backend, else cpu, saying so";
+
 #[derive(Args, Clone)]
 pub struct BackendFlags {
     /// Intra-op threads (at most this machine's CPUs, unless --force-threads).
@@ -39,6 +44,9 @@ pub struct BackendFlags {
     #[cfg(feature = "tensorrt")]
     #[command(flatten)]
     trt: TrtFlags,
+    #[cfg(not(feature = "tensorrt"))]
+    #[command(flatten)]
+    _trt: TrtFlagsNotBuilt,
 }
 
 impl BackendFlags {
@@ -154,4 +162,29 @@ impl TrtFlags {
             calibration: None,
         }
     }
+}
+
+/// TensorRT's flags in a binary built without it: hidden, and taken only to say how to get them,
+/// rather than clap's "unexpected argument".
+#[cfg(not(feature = "tensorrt"))]
+#[derive(Args, Clone)]
+struct TrtFlagsNotBuilt {
+    #[arg(long, hide = true, value_parser = needs_tensorrt)]
+    trt_precision: Option<String>,
+    #[arg(long, hide = true, value_parser = needs_tensorrt)]
+    trt_dla: Option<String>,
+    #[arg(long, hide = true, value_parser = needs_tensorrt)]
+    trt_workspace_mb: Option<String>,
+    #[arg(long, hide = true, num_args = 0, default_missing_value = "", value_parser = needs_tensorrt)]
+    trt_sparsity: Option<String>,
+    #[arg(long, hide = true, value_parser = needs_tensorrt)]
+    trt_engine_cache: Option<String>,
+    #[arg(long, hide = true, value_parser = needs_tensorrt)]
+    trt_timing_cache: Option<String>,
+}
+
+#[cfg(not(feature = "tensorrt"))]
+fn needs_tensorrt(_: &str) -> Result<String, String> {
+    Err("this edgert is built without TensorRT: build it with --features tensorrt on the board (docs/gpu.md)"
+        .into())
 }

@@ -23,8 +23,7 @@ pub struct BenchArgs {
     backend_flags: super::backend_args::BackendFlags,
     #[command(flatten)]
     model: ModelArgs,
-    /// cpu, gpu (strict) or gpu-or-cpu (falls back to the CPU and says so).
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "cpu", help = super::backend_args::BACKEND_HELP)]
     backend: String,
     /// Batch sizes, comma-separated; more than one gives a sweep of throughput against p99.
     #[arg(long, value_delimiter = ',', default_value = "1")]

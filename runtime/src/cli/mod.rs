@@ -50,7 +50,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a model on an image, a folder of images or an .npz tensor set; print predictions.
+    /// Run a model on an image, a folder of images, an .npz tensor set or a live source (--source:
+    /// a camera, a video, a stream); print predictions.
     Run(run::RunArgs),
     /// Measure latency per stage, throughput and memory, for one or more batch sizes.
     Bench(Box<bench::BenchArgs>),

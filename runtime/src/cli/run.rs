@@ -34,8 +34,7 @@ pub struct RunArgs {
     /// With --source: stop capturing after this many seconds.
     #[arg(long, value_parser = super::source_args::seconds)]
     duration_s: Option<f64>,
-    /// cpu, gpu (strict) or gpu-or-cpu (falls back to the CPU and says so).
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "cpu", help = super::backend_args::BACKEND_HELP)]
     backend: String,
     /// Classes to show for classifiers (default: the manifest's top_k).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]

@@ -24,7 +24,8 @@ pub struct TuneArgs {
     variants: Vec<PathBuf>,
     #[command(flatten)]
     data: DataArgs,
-    /// Backends to try, comma-separated; the first also runs the base for validation.
+    /// Backends to try, comma-separated (the names --backend takes: cpu, ort, cuda, tensorrt, gpu,
+    /// gpu-or-cpu); the first also runs the base for validation.
     #[arg(long, value_delimiter = ',', default_value = "cpu")]
     backends: Vec<String>,
     #[command(flatten)]

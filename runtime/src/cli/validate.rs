@@ -26,8 +26,11 @@ pub struct ValidateArgs {
     candidate: PathBuf,
     #[command(flatten)]
     data: DataArgs,
+    /// The backend the reference runs on (the names --backend takes elsewhere: cpu, ort, cuda,
+    /// tensorrt, gpu, gpu-or-cpu).
     #[arg(long, default_value = "cpu")]
     reference_backend: String,
+    /// The backend the candidate runs on (the same names).
     #[arg(long, default_value = "cpu")]
     candidate_backend: String,
     /// Also write the report as JSON (schema edgert.validate/1).

@@ -314,3 +314,11 @@ pub fn terminated_timed(args: &[&str], after: std::time::Duration) -> (Output, s
     let out = child.wait_with_output().unwrap();
     (out, signalled.elapsed())
 }
+
+/// Held by the tests whose figures need the machine's CPUs to themselves (a browser's timing, a
+/// flood of clients, frames counted against a clock): a test binary runs its tests in parallel,
+/// and one of these beside another starves both.
+pub fn cpus_to_myself() -> std::sync::MutexGuard<'static, ()> {
+    static HELD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    HELD.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -8,7 +8,7 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 
-use super::common::{emulated, image, model, or_skipped};
+use super::common::{cpus_to_myself, emulated, image, model, or_skipped};
 use super::{json_lines, previewing};
 use edgert::annotate::palette::class_colour;
 
@@ -61,6 +61,7 @@ fn finish(child: Child, mut errors: BufReader<std::process::ChildStderr>) -> ser
 
 #[test]
 fn the_page_moves_serves_two_browsers_and_shows_the_reports_rate() {
+    let _alone = cpus_to_myself();
     let Some(browser) = browser() else { return };
     let dir = tempfile::tempdir().unwrap();
     let digits = model("digits_mlp_nchw.toml").display().to_string();
@@ -103,6 +104,7 @@ fn the_page_moves_serves_two_browsers_and_shows_the_reports_rate() {
 
 #[test]
 fn yolos_boxes_reach_the_browser() {
+    let _alone = cpus_to_myself();
     let Some(browser) = browser() else { return };
     let dir = tempfile::tempdir().unwrap();
     let yolo = model("yolov3_tiny_coco_int8_qdq.toml").display().to_string();

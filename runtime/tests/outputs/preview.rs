@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
-use super::common::{emulated, fails, model};
+use super::common::{cpus_to_myself, emulated, fails, model};
 use super::{json_lines, previewing};
 
 /// The preview's `http://ADDRESS/?token=…` as its address and its query (`?token=…`).
@@ -54,6 +54,7 @@ fn next_jpeg(reader: &mut BufReader<TcpStream>) -> Vec<u8> {
 
 #[test]
 fn two_viewers_get_frames_a_stalled_one_slows_nothing_and_the_token_is_required() {
+    let _alone = cpus_to_myself();
     let digits = model("digits_mlp_nchw.toml").display().to_string();
     let (child, mut errors, url) = previewing(&[
         "run",
@@ -266,6 +267,7 @@ fn frames_within(reader: &mut BufReader<TcpStream>, window: Duration) -> usize {
 /// frames as before, the figures are served, and the run ends on time.
 #[test]
 fn a_token_less_flood_and_slow_clients_stall_neither_a_viewer_nor_the_run() {
+    let _alone = cpus_to_myself();
     let digits = model("digits_mlp_nchw.toml").display().to_string();
     let duration = if emulated() { 16.0 } else { 8.0 };
     let run =
