@@ -77,8 +77,14 @@ impl FakeQuantize {
     /// One value quantized and dequantized; inlined into the caller's loop, to be vectorized.
     #[inline(always)]
     pub(super) fn value(&self, x: f32) -> f32 {
+        self.level(x) * self.scale
+    }
+
+    /// One value quantized, less the zero point: an integer, as an f32.
+    #[inline(always)]
+    pub(super) fn level(&self, x: f32) -> f32 {
         // The clip is in `lo` and `hi`; a NaN saturates to the low bound.
-        round(clip::clamp(x / self.scale, (self.lo, self.hi))) * self.scale
+        round(clip::clamp(x / self.scale, (self.lo, self.hi)))
     }
 }
 

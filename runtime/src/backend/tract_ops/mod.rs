@@ -25,6 +25,7 @@ mod pointwise;
 mod pointwise_narrow;
 #[cfg(test)]
 mod pointwise_tests;
+mod quantize_table;
 mod softmax;
 #[cfg(test)]
 pub(super) mod tests;
@@ -50,6 +51,8 @@ pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
         .with_rule_for::<EinSum>("edgert-pointwise", pointwise::rule)
         .with_rule_for::<ElementWiseOp>("edgert-fake-quantize", fake_quantize::rule)
         .with_rule_for::<ElementWiseOp>("edgert-fold-silu", fold::fold_silu)
+        .with_rule_for::<ElementWiseOp>("edgert-quantize-table", quantize_table::rule)
+        .with_rule_for::<quantize_table::QuantizeTable>("edgert-fold-quantize-table", fold::fold_table)
         .with_rule_for::<fake_quantize::FakeQuantize>(
             "edgert-fold-fake-quantize",
             fold::fold_into_convolution,

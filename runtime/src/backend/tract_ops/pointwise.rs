@@ -19,6 +19,7 @@ use super::finish::{finish, Bias, Steps};
 use super::im2col::Im2col;
 use super::planes::transpose;
 use super::pointwise_narrow::{Narrow, MAX_CHANNELS};
+use super::quantize_table::QuantizeTable;
 use super::threads;
 
 /// For each block and position p: out[o, p] = bias[o] + Σ_i weights[o, i] · data[i, p], clipped,
@@ -48,8 +49,10 @@ pub struct PointwiseConv {
     /// the bias, before `quantize`.
     silu: bool,
     /// QuantizeLinear → DequantizeLinear pairs after it (with the clips between), folded in:
-    /// applied last, in order.
+    /// applied in order after the bias and the activation.
     quantize: Vec<FakeQuantize>,
+    /// An 8-bit activation after it (`QuantizeTable`), folded in: applied last.
+    table: Option<QuantizeTable>,
     output_shape: TVec<usize>,
 }
 
@@ -69,6 +72,10 @@ impl Op for PointwiseConv {
         let blocks = format!("{} × {} positions", self.blocks, self.positions);
         let im2col = if self.im2col.is_some() { ", over im2col" } else { "" };
         let silu = if self.silu { ", SiLU" } else { "" };
+        let silu = match &self.table {
+            Some(table) => format!("{silu}, then {}", table.info()?.join(" ")),
+            None => silu.to_string(),
+        };
         Ok(vec![format!(
             "{channels}{im2col}, {layout}, {blocks}, clip {:?}{silu}, {:?}",
             self.clip, self.quantize
@@ -247,6 +254,7 @@ impl PointwiseConv {
             clip,
             silu: false,
             quantize: vec![],
+            table: None,
             output_shape: output_shape.into(),
         }
     }
@@ -396,11 +404,16 @@ impl PointwiseConv {
         Ok(())
     }
 
-    /// This convolution with `quantize` as its last step.
-    pub fn then_quantized(&self, quantize: &FakeQuantize) -> PointwiseConv {
+    /// This convolution with `quantize` as its last step; `None` after a table, which is last.
+    pub fn then_quantized(&self, quantize: &FakeQuantize) -> Option<PointwiseConv> {
         let mut op = self.clone();
         op.quantize.push(quantize.clone());
-        op
+        self.table.is_none().then_some(op)
+    }
+
+    /// This convolution with `table` as its last step; `None` where it has one already.
+    pub fn then_tabled(&self, table: &QuantizeTable) -> Option<PointwiseConv> {
+        self.table.is_none().then(|| PointwiseConv { table: Some(table.clone()), ..self.clone() })
     }
 
     /// This convolution with a SiLU after it, where nothing comes between: no clip, no quantize.
@@ -413,6 +426,9 @@ impl PointwiseConv {
     /// still in cache.
     fn finish(&self, values: &mut [f32], bias: Bias) {
         finish(values, bias, Steps { clip: self.clip, silu: self.silu, quantize: &self.quantize });
+        if let Some(table) = &self.table {
+            table.apply(values);
+        }
     }
 }
 
@@ -724,6 +740,7 @@ pub fn rule(
         clip,
         silu: false,
         quantize: vec![],
+        table: None,
         output_shape: output_shape.into(),
     };
     super::replacing(model, node.inputs[data], name, op, last.into())

@@ -310,3 +310,55 @@ fn channel_first_products_split_by_columns_or_by_channels_match_tract() {
         }
     }
 }
+
+/// `model`'s output through an INT8 QDQ model's 8-bit LeakyReLU: QuantizeLinear → DequantizeLinear
+/// → LeakyReLU → QuantizeLinear → DequantizeLinear (`signed`: i8, else u8 with a zero point),
+/// decluttered, which tract makes QuantizeLinear → LookupTable → DequantizeLinear.
+fn then_leaky_relu_8bit(mut model: TypedModel, signed: bool) -> TypedModel {
+    use tract_onnx::tract_core::ops::quant::quantize_linear_u8;
+    let mut wire = model.output_outlets().unwrap()[0];
+    let (first, second) = (SCALE, SCALE * 0.7);
+    let quantize = |scale: f32| match signed {
+        true => quantize_linear_i8(scale.recip(), 0),
+        false => quantize_linear_u8(scale.recip(), 100),
+    };
+    let zero_point = if signed { 0 } else { 100 };
+    wire = model.wire_node("q0", quantize(first), &[wire]).unwrap()[0];
+    wire = model.wire_node("dq0", DequantizeLinearF32::new(first, zero_point), &[wire]).unwrap()[0];
+    wire = model.wire_node("leaky", tract_onnx::tract_core::ops::nn::leaky_relu(0.1), &[wire]).unwrap()[0];
+    wire = model.wire_node("q1", quantize(second), &[wire]).unwrap()[0];
+    wire = model.wire_node("dq1", DequantizeLinearF32::new(second, zero_point), &[wire]).unwrap()[0];
+    model.select_output_outlets(&[wire]).unwrap();
+    model.into_decluttered().unwrap()
+}
+
+/// YOLOv3-tiny INT8's activation, folded into the convolution before it (1×1 and dense, i8 and
+/// u8), and as an op of its own where the convolution's output is read elsewhere too. Within one
+/// step of the output's grid, as for Q/DQ pairs.
+#[test]
+fn an_8bit_activation_after_a_convolution_is_one_table_folded_into_it() {
+    let same = PaddingSpec::Explicit(tvec!(1, 1), tvec!(1, 1));
+    let dense = super::tests::dense_conv(DataFormat::NCHW, &[1, 8, 20, 24], 16, [3, 3], [1, 1], same, &[]);
+    let pointwise = conv_1x1(DataFormat::NCHW, &[1, 16, 20, 24], KernelFormat::OIHW, 24, false);
+    for signed in [true, false] {
+        for (model, input) in [(dense.clone(), [1, 8, 20, 24]), (pointwise.clone(), [1, 16, 20, 24])] {
+            let model = then_leaky_relu_8bit(model, signed);
+            assert_eq!(count(&model, "LookupTable"), 1, "{:?}", op_names(&model));
+            for threads in [1, 2] {
+                let ours = on_threads(threads, || rewritten_agrees(&model, &input, SCALE));
+                assert_eq!(
+                    op_names(&ours),
+                    ["Source", "EdgertPointwiseConv"],
+                    "signed {signed}, {threads} threads"
+                );
+            }
+        }
+    }
+    // The convolution's output also a model output: the table stays an op of its own.
+    let mut model = then_leaky_relu_8bit(pointwise, true);
+    let conv = model.nodes().iter().find(|n| n.op.name() == "EinSum").unwrap().id;
+    let outputs = [model.output_outlets().unwrap()[0], conv.into()];
+    model.select_output_outlets(&outputs).unwrap();
+    let ours = rewritten_agrees(&model, &[1, 16, 20, 24], SCALE);
+    assert_eq!(count(&ours, "EdgertQuantizeTable"), 1, "{:?}", op_names(&ours));
+}
