@@ -114,32 +114,55 @@ impl Op for FakeQuantize {
 impl EvalOp for FakeQuantize {
     op_out_of_plan!();
 
-    fn eval(&self, _ctx: &EvalContext, mut inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        // In place when nothing else holds the input, as is usual between two convolutions.
-        let mut tensor = inputs.remove(0).into_tensor();
-        let mut view = tensor.try_as_plain_ram_mut()?;
-        let values = view.as_slice_mut::<f32>()?;
-        let row = values.len().clamp(1, 4096);
-        if values.len() % row == 0 {
-            let cost = values.len();
-            threads::on_rows(values, row, cost, |_, chunk| {
-                self.apply(chunk);
-                Ok(())
-            })?;
-        } else {
-            self.apply(values);
-        }
-        Ok(tvec!(tensor.into_tvalue()))
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        in_place(inputs, |values| self.apply(values))
     }
 }
 
 impl TypedOp for FakeQuantize {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        ensure!(inputs[0].datum_type == f32::datum_type());
-        Ok(tvec!(f32::fact(inputs[0].shape.clone())))
+        same_f32(inputs)
     }
 
     as_op!();
+}
+
+/// An element-wise f32 op's evaluation: `apply` on its input's values, in place when nothing else
+/// holds them (as is usual between two convolutions), in rows split between the pool's threads.
+pub(super) fn in_place(
+    mut inputs: TVec<TValue>,
+    apply: impl Fn(&mut [f32]) + Send + Sync,
+) -> TractResult<TVec<TValue>> {
+    let mut tensor = inputs.remove(0).into_tensor();
+    let mut view = tensor.try_as_plain_ram_mut()?;
+    let values = view.as_slice_mut::<f32>()?;
+    let row = values.len().clamp(1, 4096);
+    if values.len() % row == 0 {
+        let cost = values.len();
+        threads::on_rows(values, row, cost, |_, chunk| {
+            apply(chunk);
+            Ok(())
+        })?;
+    } else {
+        apply(values);
+    }
+    Ok(tvec!(tensor.into_tvalue()))
+}
+
+/// An element-wise f32 op's output: f32, of its input's shape.
+pub(super) fn same_f32(inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+    ensure!(inputs[0].datum_type == f32::datum_type());
+    Ok(tvec!(f32::fact(inputs[0].shape.clone())))
+}
+
+/// A per-tensor QuantizeLinear's 1 / scale (what tract keeps), zero point and integer range.
+pub(super) fn quantize_linear(op: &ElementWiseOp) -> Option<(f32, i32, (i32, i32))> {
+    if let Some(q) = op.0.downcast_ref::<QuantizeLinearI8>() {
+        Some((q.scale, q.zero_point as i32, (i8::MIN as i32, i8::MAX as i32)))
+    } else {
+        op.0.downcast_ref::<QuantizeLinearU8>()
+            .map(|q| (q.scale, q.zero_point as i32, (u8::MIN as i32, u8::MAX as i32)))
+    }
 }
 
 /// Replaces a per-tensor QuantizeLinear whose every reader is a DequantizeLinear of the same
@@ -153,13 +176,7 @@ pub fn rule(
     op: &ElementWiseOp,
 ) -> TractResult<Option<TypedModelPatch>> {
     // tract's QuantizeLinear keeps 1 / scale; DequantizeLinear keeps the scale.
-    let (inverse_scale, zero_point, range) = if let Some(q) = op.0.downcast_ref::<QuantizeLinearI8>() {
-        (q.scale, q.zero_point as i32, (i8::MIN as i32, i8::MAX as i32))
-    } else if let Some(q) = op.0.downcast_ref::<QuantizeLinearU8>() {
-        (q.scale, q.zero_point as i32, (u8::MIN as i32, u8::MAX as i32))
-    } else {
-        return Ok(None);
-    };
+    rule_if_some!((inverse_scale, zero_point, range) = quantize_linear(op));
     rule_if!(model.outlet_fact(node.inputs[0])?.datum_type == f32::datum_type());
     rule_if!(!model.outputs.contains(&node.id.into()));
     let readers = &node.outputs[0].successors;

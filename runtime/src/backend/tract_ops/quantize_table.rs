@@ -9,14 +9,11 @@ use tract_linalg::lut::Lut;
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
-use tract_onnx::tract_core::ops::quant::{
-    DequantizeLinearF32, LookupTable, QuantizeLinearI8, QuantizeLinearU8,
-};
+use tract_onnx::tract_core::ops::quant::{DequantizeLinearF32, LookupTable};
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
-use super::fake_quantize::FakeQuantize;
-use super::threads;
+use super::fake_quantize::{in_place, quantize_linear, same_f32, FakeQuantize};
 
 #[derive(Debug, Clone)]
 pub struct QuantizeTable {
@@ -101,27 +98,14 @@ impl Op for QuantizeTable {
 impl EvalOp for QuantizeTable {
     op_out_of_plan!();
 
-    fn eval(&self, _ctx: &EvalContext, mut inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
-        let mut tensor = inputs.remove(0).into_tensor();
-        let mut view = tensor.try_as_plain_ram_mut()?;
-        let values = view.as_slice_mut::<f32>()?;
-        let row = values.len().clamp(1, 4096);
-        if values.len() % row == 0 {
-            threads::on_rows(values, row, values.len(), |_, chunk| {
-                self.apply(chunk);
-                Ok(())
-            })?;
-        } else {
-            self.apply(values);
-        }
-        Ok(tvec!(tensor.into_tvalue()))
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        in_place(inputs, |values| self.apply(values))
     }
 }
 
 impl TypedOp for QuantizeTable {
     fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
-        ensure!(inputs[0].datum_type == f32::datum_type());
-        Ok(tvec!(f32::fact(inputs[0].shape.clone())))
+        same_f32(inputs)
     }
 
     as_op!();
@@ -139,15 +123,8 @@ pub fn rule(
     rule_if_some!(lut = op.0.downcast_ref::<LookupTable>());
     let quantize = model.node(node.inputs[0].node);
     rule_if_some!(quantize_op = quantize.op_as::<ElementWiseOp>());
-    // tract's QuantizeLinear keeps 1 / scale.
-    let (inverse_scale, zero_point, range, signed) =
-        if let Some(q) = quantize_op.0.downcast_ref::<QuantizeLinearI8>() {
-            (q.scale, q.zero_point as i32, (i8::MIN as i32, i8::MAX as i32), true)
-        } else if let Some(q) = quantize_op.0.downcast_ref::<QuantizeLinearU8>() {
-            (q.scale, q.zero_point as i32, (u8::MIN as i32, u8::MAX as i32), false)
-        } else {
-            return Ok(None);
-        };
+    rule_if_some!((inverse_scale, zero_point, range) = quantize_linear(quantize_op));
+    let signed = range.0 < 0;
     rule_if!(model.outlet_fact(quantize.inputs[0])?.datum_type == f32::datum_type());
     rule_if!(clip::only_feeds(model, quantize.id, node.id)?);
     rule_if_some!(reader = model.single_succ(node.id)?);
