@@ -88,11 +88,14 @@ impl FakeQuantize {
     }
 }
 
-/// The nearest integer, ties to even, for |v| < 2^22 (here |v| <= 255): adding then taking away
-/// 1.5 × 2^23 leaves it rounded.
+/// 1.5 × 2^23: added to an f32 of magnitude under 2^22, it leaves the value rounded to the
+/// nearest integer, ties to even, in the low bits of the sum (two's complement), which taking it
+/// away again turns back into a rounded f32. Vectorizes where `round` and casts to integers do not.
+pub(super) const ROUND: f32 = 12_582_912.0;
+
+/// The nearest integer, ties to even, for |v| < 2^22 (here |v| <= 255).
 #[inline(always)]
 fn round(v: f32) -> f32 {
-    const ROUND: f32 = 12_582_912.0;
     (v + ROUND) - ROUND
 }
 

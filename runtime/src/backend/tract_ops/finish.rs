@@ -4,7 +4,7 @@
 //! times as long as the fused pass (benches/RESULTS.md).
 
 use super::clip;
-use super::fake_quantize::FakeQuantize;
+use super::fake_quantize::{FakeQuantize, ROUND};
 
 /// What is added to each value before the clip.
 #[derive(Debug, Clone, Copy)]
@@ -96,7 +96,6 @@ pub fn silu(x: f32) -> f32 {
 fn exp(x: f32) -> f32 {
     const LN2_HI: f32 = 0.693_145_75;
     const LN2_LO: f32 = 1.428_606_8e-6;
-    const ROUND: f32 = 12_582_912.0;
     let x = clip::clamp(x, (-87.0, 88.0));
     let shifted = x * std::f32::consts::LOG2_E + ROUND;
     let k = shifted - ROUND;

@@ -72,12 +72,12 @@ impl Op for PointwiseConv {
         let blocks = format!("{} × {} positions", self.blocks, self.positions);
         let im2col = if self.im2col.is_some() { ", over im2col" } else { "" };
         let silu = if self.silu { ", SiLU" } else { "" };
-        let silu = match &self.table {
-            Some(table) => format!("{silu}, then {}", table.info()?.join(" ")),
-            None => silu.to_string(),
+        let table = match &self.table {
+            Some(table) => format!(", then {}", table.info()?.join(" ")),
+            None => String::new(),
         };
         Ok(vec![format!(
-            "{channels}{im2col}, {layout}, {blocks}, clip {:?}{silu}, {:?}",
+            "{channels}{im2col}, {layout}, {blocks}, clip {:?}{silu}, {:?}{table}",
             self.clip, self.quantize
         )])
     }
@@ -335,10 +335,9 @@ impl PointwiseConv {
         let threads = if positions * depth * cout >= THREADING_WORK { threads::available() } else { 1 };
         if threads > 1 && positions < cout && depth * positions <= WHOLE_DATA {
             let mut scratch = Vec::new();
-            let data = match data(&mut scratch, 0..positions) {
-                Chunk::Made { stride } => (&scratch[..], stride, 1),
-                Chunk::Borrowed { values, stride } => (values, stride, 1),
-            };
+            let chunk = data(&mut scratch, 0..positions);
+            let (values, stride) = chunk.values(&scratch);
+            let data = (values, stride, 1);
             return on_row_blocks(out, positions, positions * depth * cout, |first, rows| {
                 let channels = rows.len() / positions;
                 let weights = (&self.weights[first * depth..], depth, 1);
@@ -351,10 +350,8 @@ impl PointwiseConv {
         }
         let out = SharedRows::new(out, positions);
         threads::on_ranges(positions, chunk, threads, Vec::new, |scratch, columns| {
-            let (data, stride) = match data(scratch, columns.clone()) {
-                Chunk::Made { stride } => (&scratch[..], stride),
-                Chunk::Borrowed { values, stride } => (values, stride),
-            };
+            let chunk = data(scratch, columns.clone());
+            let (data, stride) = chunk.values(scratch);
             let (weights, n) = ((&self.weights[..], depth, 1), columns.len());
             let product = Product { m: cout, n, k: depth, a: weights, b: (data, stride, 1) };
             // SAFETY: the ranges `on_ranges` hands out are disjoint, so no other call writes or
@@ -406,9 +403,11 @@ impl PointwiseConv {
 
     /// This convolution with `quantize` as its last step; `None` after a table, which is last.
     pub fn then_quantized(&self, quantize: &FakeQuantize) -> Option<PointwiseConv> {
-        let mut op = self.clone();
-        op.quantize.push(quantize.clone());
-        self.table.is_none().then_some(op)
+        self.table.is_none().then(|| {
+            let mut op = self.clone();
+            op.quantize.push(quantize.clone());
+            op
+        })
     }
 
     /// This convolution with `table` as its last step; `None` where it has one already.
@@ -438,6 +437,19 @@ enum Chunk<'d> {
     Made { stride: usize },
     /// Read where it is.
     Borrowed { values: &'d [f32], stride: usize },
+}
+
+impl<'d> Chunk<'d> {
+    /// The chunk's values, from `scratch` where they were made there, and their row stride.
+    fn values<'s>(&self, scratch: &'s [f32]) -> (&'s [f32], usize)
+    where
+        'd: 's,
+    {
+        match *self {
+            Chunk::Made { stride } => (scratch, stride),
+            Chunk::Borrowed { values, stride } => (values, stride),
+        }
+    }
 }
 
 /// Rows of `row` values that threads write at once, each its own columns of every row.

@@ -13,7 +13,7 @@ use tract_onnx::tract_core::ops::quant::{DequantizeLinearF32, LookupTable};
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
-use super::fake_quantize::{in_place, quantize_linear, same_f32, FakeQuantize};
+use super::fake_quantize::{in_place, quantize_linear, same_f32, FakeQuantize, ROUND};
 
 #[derive(Debug, Clone)]
 pub struct QuantizeTable {
@@ -55,10 +55,9 @@ impl QuantizeTable {
         }
     }
 
-    /// Each value's level, as its 8 bits: adding 1.5 · 2²³ to a whole number leaves it in the
-    /// low bits of the sum, two's complement, so no conversion to an integer is needed.
+    /// Each value's level, as its 8 bits: the low bits of the level plus `ROUND`, so no
+    /// conversion to an integer is needed.
     fn quantize_into(&self, values: &[f32], levels: &mut [u8]) {
-        const ROUND: f32 = 12_582_912.0;
         let zero_point = self.zero_point as f32;
         for (level, &v) in levels.iter_mut().zip(values) {
             *level = (self.quantize.level(v) + zero_point + ROUND).to_bits() as u8;

@@ -88,24 +88,12 @@ pub(super) fn on_row_blocks<T: Send>(
     }
     let count = out.len().div_ceil(block);
     let blocks = Mutex::new(out.chunks_mut(block).enumerate());
-    let claims = Claims { working: AtomicUsize::new(0), failed: OnceLock::new() };
-    let work = || {
+    with_helpers(threads.min(count) - 1, |claims| {
         claims.each(
             || blocks.lock().unwrap_or_else(PoisonError::into_inner).next(),
             |(i, values)| each(i * rows_per_block, values),
         )
-    };
-    rayon::scope(|scope| {
-        for _ in 1..threads.min(count) {
-            scope.spawn(|_| work());
-        }
-        work();
-        // Helpers not started yet find nothing left when they do; the scope runs those itself.
-        while claims.working.load(Ordering::SeqCst) > 0 {
-            std::thread::yield_now();
-        }
-    });
-    claims.failed.into_inner().map_or(Ok(()), Err)
+    })
 }
 
 /// Calls `each(state, range)` on consecutive ranges of `per_range` of `0..total`, claimed by up
@@ -128,19 +116,26 @@ pub(super) fn on_ranges<S>(
         return (0..count).try_for_each(|i| each(&mut state, range(i)));
     }
     let claimed = AtomicUsize::new(0);
-    let claims = Claims { working: AtomicUsize::new(0), failed: OnceLock::new() };
-    let work = || {
+    with_helpers(threads - 1, |claims| {
         let mut state = None;
         claims.each(
             || Some(claimed.fetch_add(1, Ordering::Relaxed)).filter(|&i| i < count),
             |i| each(state.get_or_insert_with(&init), range(i)),
         )
-    };
+    })
+}
+
+/// Runs `work` (which claims blocks through its `Claims`) on the calling thread at once and on
+/// `helpers` more of the pool as they wake, then waits, spinning, for the blocks already being
+/// worked on; the first error of any.
+fn with_helpers(helpers: usize, work: impl Fn(&Claims) + Sync) -> TractResult<()> {
+    let claims = Claims { working: AtomicUsize::new(0), failed: OnceLock::new() };
     rayon::scope(|scope| {
-        for _ in 1..threads {
-            scope.spawn(|_| work());
+        for _ in 0..helpers {
+            scope.spawn(|_| work(&claims));
         }
-        work();
+        work(&claims);
+        // Helpers not started yet find nothing left when they do; the scope runs those itself.
         while claims.working.load(Ordering::SeqCst) > 0 {
             std::thread::yield_now();
         }
