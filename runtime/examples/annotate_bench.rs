@@ -48,6 +48,7 @@ fn main() {
             label: ["person", "bus", "car"][i % 3].into(),
             score: 0.5 + i as f32 * 0.05,
             bbox: [b[0] * width as f32, b[1] * height as f32, b[2] * width as f32, b[3] * height as f32],
+            ..Detection::default()
         })
         .collect();
     let prediction = Prediction::Boxes(boxes);

@@ -117,8 +117,13 @@ mod tests {
     #[test]
     fn a_box_is_outlined_in_its_class_colour_with_its_label_above() {
         let mut c = grey(640, 480);
-        let person =
-            Detection { class_id: 0, label: "person".into(), score: 0.9, bbox: [200.0, 150.0, 400.0, 450.0] };
+        let person = Detection {
+            class_id: 0,
+            label: "person".into(),
+            score: 0.9,
+            bbox: [200.0, 150.0, 400.0, 450.0],
+            ..Detection::default()
+        };
         annotate(&mut c, &Prediction::Boxes(vec![person]), &Overlay::default());
         let colour = class_colour(0);
         let t = Style::for_height(480).thickness as usize;
@@ -135,7 +140,7 @@ mod tests {
     #[test]
     fn boxes_off_the_frame_or_not_finite_do_not_panic() {
         let mut c = grey(64, 48);
-        let d = |bbox| Detection { class_id: 7, label: "x".into(), score: 0.5, bbox };
+        let d = |bbox| Detection { class_id: 7, label: "x".into(), score: 0.5, bbox, ..Detection::default() };
         let boxes = vec![
             d([-1e9, -5.0, 1e9, 1e30]),
             d([f32::NAN, 0.0, f32::INFINITY, 10.0]),

@@ -78,7 +78,7 @@ pub fn describe(
         (Some(Task::Yolo), _) => {
             return Err(Error::input(path, "task 'yolo' needs a manifest with the anchors of each head"))
         }
-        (Some(Task::Detect), _) | (None, Some("detect")) => {
+        (Some(Task::Detect), _) | (None, Some("detect" | "segment" | "pose" | "obb")) => {
             let Some(Recognised { spec, guesses }) = recognised() else {
                 return Err(Error::input(path, no_format(outputs)));
             };

@@ -45,7 +45,9 @@ pub fn recognise(
     if named("output_cov").is_some() && named("output_bbox").is_some() {
         return known(DetectFormat::DetectnetV2);
     }
-    match outputs {
+    // Segment models give prototypes `[N, coefficients, h, w]` beside their boxes.
+    let protos = |o: &TensorSpec| o.shape.len() == 4;
+    let recognised = match outputs {
         // An engine's outputs are unknown until a backend loads it: its metadata says the format
         // (Ultralytics exports detectors in these three), and the decoder checks the shapes.
         [] => meta.and_then(|m| {
@@ -56,8 +58,39 @@ pub fn recognise(
             })
         }),
         [a, b] if ssd_pair(a, b) || ssd_pair(b, a) => known(DetectFormat::Ssd),
-        [o] => single(o, classes, meta),
+        [o] => single(o, classes, meta, extra_values(meta, None)),
+        [o, p] | [p, o] if protos(p) && !protos(o) => {
+            let coefficients = p.shape[1].unwrap_or(0);
+            single(o, classes, meta, extra_values(meta, Some(coefficients)))
+        }
         _ => None,
+    };
+    recognised.map(|mut r| {
+        carried(&mut r.spec, meta, outputs.iter().any(protos));
+        r
+    })
+}
+
+/// What each box carries after its classes: an Ultralytics model's task says; else a prototypes
+/// output beside the boxes means masks.
+fn carried(spec: &mut DetectSpec, meta: Option<&UltralyticsMeta>, protos: bool) {
+    if !matches!(spec.format, DetectFormat::Yolov8 | DetectFormat::End2end) {
+        return;
+    }
+    match meta.and_then(|m| m.task.as_deref()) {
+        Some("segment") => spec.masks = true,
+        Some("pose") => spec.keypoints = meta.and_then(|m| m.kpt_shape),
+        Some("obb") => spec.rotated = true,
+        _ => spec.masks = protos,
+    }
+}
+
+/// How many values follow the classes of each box, as `carried` will set them.
+fn extra_values(meta: Option<&UltralyticsMeta>, coefficients: Option<usize>) -> usize {
+    match meta.and_then(|m| m.task.as_deref()) {
+        Some("pose") => meta.and_then(|m| m.kpt_shape).map_or(0, |[k, v]| k * v),
+        Some("obb") => 1,
+        _ => coefficients.unwrap_or(0),
     }
 }
 
@@ -69,9 +102,16 @@ fn ssd_pair(scores: &TensorSpec, boxes: &TensorSpec) -> bool {
     }
 }
 
-/// One output `[N, a, b]`: a YOLO's or an RT-DETR's.
-fn single(o: &TensorSpec, classes: Option<usize>, meta: Option<&UltralyticsMeta>) -> Option<Recognised> {
+/// One output `[N, a, b]`: a YOLO's or an RT-DETR's; `extra` values follow each box's classes.
+fn single(
+    o: &TensorSpec,
+    classes: Option<usize>,
+    meta: Option<&UltralyticsMeta>,
+    extra: usize,
+) -> Option<Recognised> {
     let [_, Some(a), Some(b)] = o.shape[..] else { return None };
+    let e = extra;
+    let after = if e > 0 { format!(" and {e} values each after them") } else { String::new() };
     let pick = |format, guess: Option<String>| {
         Some(Recognised { spec: DetectSpec::new(format), guesses: guess.into_iter().collect() })
     };
@@ -79,27 +119,29 @@ fn single(o: &TensorSpec, classes: Option<usize>, meta: Option<&UltralyticsMeta>
     if rtdetr {
         return pick(DetectFormat::Rtdetr, None);
     }
-    if b == 6 && end2end {
+    if b == 6 + e && end2end {
         return pick(DetectFormat::End2end, None);
     }
     match classes {
-        Some(c) if a == 4 + c => pick(DetectFormat::Yolov8, None),
-        Some(c) if b == 5 + c => pick(DetectFormat::Yolov5, None),
-        Some(c) if b == 4 + c => pick(
+        Some(c) if a == 4 + c + e => pick(DetectFormat::Yolov8, None),
+        Some(c) if e == 0 && b == 5 + c => pick(DetectFormat::Yolov5, None),
+        Some(c) if e == 0 && b == 4 + c => pick(
             DetectFormat::Rtdetr,
             Some(format!(
                 "[N, {a}, {b}] read as RT-DETR's {a} queries of 4 + {c} classes, not YOLOv5's (5 + classes)"
             )),
         ),
-        _ if b == 6 && a > b => pick(
+        _ if b == 6 + e && a > b => pick(
             DetectFormat::End2end,
-            Some(format!("[N, {a}, 6] read as {a} boxes already suppressed (x1, y1, x2, y2, score, class)")),
+            Some(format!(
+                "[N, {a}, {b}] read as {a} boxes already suppressed (x1, y1, x2, y2, score, class)"
+            )),
         ),
-        _ if a < b && a > 4 => pick(
+        _ if a < b && a > 4 + e => pick(
             DetectFormat::Yolov8,
-            Some(format!("[N, {a}, {b}] read as YOLOv8's {b} boxes of 4 + {} classes", a - 4)),
+            Some(format!("[N, {a}, {b}] read as YOLOv8's {b} boxes of 4 + {} classes{after}", a - 4 - e)),
         ),
-        _ if b < a && b > 5 => pick(
+        _ if e == 0 && b < a && b > 5 => pick(
             DetectFormat::Yolov5,
             Some(format!(
                 "[N, {a}, {b}] read as YOLOv5's {a} boxes of 5 + {} classes (RT-DETR's would be 4 + {})",
@@ -175,6 +217,29 @@ mod tests {
         assert_eq!(format(&[], None, Some(&e2e)), Some(DetectFormat::End2end));
         assert_eq!(format(&[], None, Some(&rtdetr)), Some(DetectFormat::Rtdetr));
         assert_eq!(format(&[], None, None), None);
+    }
+
+    #[test]
+    fn segment_pose_and_obb_models_carry_their_values_after_the_classes() {
+        let meta = |task: &str| UltralyticsMeta { task: Some(task.into()), ..Default::default() };
+        let seg = [out("output0", &[1, 116, 8400]), out("output1", &[1, 32, 160, 160])];
+        let r = recognise(&seg, Some(80), Some(&meta("segment"))).unwrap();
+        assert_eq!((r.spec.format, r.spec.masks, r.guesses.len()), (DetectFormat::Yolov8, true, 0));
+        // Without metadata, the prototypes say masks; the guess counts the classes without them.
+        let r = recognise(&[seg[1].clone(), seg[0].clone()], None, None).unwrap();
+        assert!(r.spec.masks && r.guesses[0].contains("4 + 80 classes and 32 values"), "{:?}", r.guesses);
+        let e2e = UltralyticsMeta { end2end: true, ..meta("segment") };
+        let r = recognise(&[out("output0", &[1, 300, 38]), seg[1].clone()], Some(80), Some(&e2e)).unwrap();
+        assert_eq!((r.spec.format, r.spec.masks), (DetectFormat::End2end, true));
+        let pose = UltralyticsMeta { kpt_shape: Some([17, 3]), ..meta("pose") };
+        let r = recognise(&[out("output0", &[1, 56, 8400])], Some(1), Some(&pose)).unwrap();
+        assert_eq!((r.spec.format, r.spec.keypoints), (DetectFormat::Yolov8, Some([17, 3])));
+        let obb = meta("obb");
+        let r = recognise(&[out("output0", &[1, 20, 21504])], Some(15), Some(&obb)).unwrap();
+        assert_eq!((r.spec.format, r.spec.rotated, r.spec.masks), (DetectFormat::Yolov8, true, false));
+        // A plain detector keeps its boxes plain.
+        let r = recognise(&[out("output0", &[1, 84, 8400])], Some(80), Some(&meta("detect"))).unwrap();
+        assert!(!r.spec.masks && !r.spec.rotated && r.spec.keypoints.is_none());
     }
 
     #[test]

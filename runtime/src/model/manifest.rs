@@ -410,7 +410,21 @@ pub struct DetectSpec {
     pub stride: Option<f32>,
     /// `detectnet-v2`: the box offsets' scale (default 35).
     pub box_scale: Option<f32>,
+    /// `yolov8`, `end2end`: each box carries mask coefficients, read against a prototypes output
+    /// `[N, coefficients, h, w]` into an instance mask (Ultralytics' segment models).
+    #[serde(default)]
+    pub masks: bool,
+    /// `yolov8`, `end2end`: each box carries this many keypoints of 2 (x, y) or 3 (and a
+    /// confidence) values: `[count, values]` (Ultralytics' pose models' `kpt_shape`).
+    pub keypoints: Option<[usize; 2]>,
+    /// `yolov8`, `end2end`: each box is rotated by an angle in radians that follows its classes
+    /// (Ultralytics' OBB models).
+    #[serde(default)]
+    pub rotated: bool,
 }
+
+/// The most keypoints a box may carry.
+pub const MAX_KEYPOINTS: usize = 1024;
 
 pub const MAX_DET_LIMIT: usize = 10_000;
 
@@ -432,6 +446,21 @@ impl DetectSpec {
             background_class: None,
             stride: None,
             box_scale: None,
+            masks: false,
+            keypoints: None,
+            rotated: false,
+        }
+    }
+
+    /// How many values each box carries after its classes: mask coefficients (`masks`, as many as
+    /// the prototypes have channels), keypoint values or an angle.
+    pub fn extra_values(&self, mask_coefficients: usize) -> usize {
+        if self.masks {
+            mask_coefficients
+        } else if let Some([count, values]) = self.keypoints {
+            count * values
+        } else {
+            usize::from(self.rotated)
         }
     }
 
@@ -453,6 +482,28 @@ impl DetectSpec {
         only("background_class", self.background_class.is_some(), DetectFormat::Ssd)?;
         only("stride", self.stride.is_some(), DetectFormat::DetectnetV2)?;
         only("box_scale", self.box_scale.is_some(), DetectFormat::DetectnetV2)?;
+        let extras =
+            [("masks", self.masks), ("keypoints", self.keypoints.is_some()), ("rotated", self.rotated)];
+        if let Some((key, _)) = extras.iter().find(|(_, given)| *given) {
+            if !matches!(format, DetectFormat::Yolov8 | DetectFormat::End2end) {
+                return Err(format!(
+                    "detect.{key} is for formats 'yolov8' and 'end2end', not '{}'",
+                    format.name()
+                ));
+            }
+            if extras.iter().filter(|(_, given)| *given).count() > 1 {
+                return Err(
+                    "detect.masks, detect.keypoints and detect.rotated are different models: keep one".into(),
+                );
+            }
+        }
+        if let Some([count, values]) = self.keypoints {
+            if !(1..=MAX_KEYPOINTS).contains(&count) || !(2..=3).contains(&values) {
+                return Err(format!(
+                    "detect.keypoints = [{count}, {values}] is not [1 to {MAX_KEYPOINTS} keypoints, 2 or 3 values each]"
+                ));
+            }
+        }
         for (key, v) in [("stride", self.stride), ("box_scale", self.box_scale)] {
             if let Some(v) = v.filter(|v| !(v.is_finite() && (0.1..=1024.0).contains(v))) {
                 return Err(format!("detect.{key} = {} is not in [0.1, 1024]", short(v)));

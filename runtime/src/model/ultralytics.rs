@@ -2,6 +2,7 @@
 //! (`names` = `{0: 'person', 1: 'bicycle'}`, `imgsz` = `[640, 640]`), or the JSON header of an
 //! `.engine`. It says the task, the class names and the input size, so such a model runs bare.
 
+use super::manifest::MAX_KEYPOINTS;
 use crate::frame::MAX_SIDE;
 
 /// The most class names a model may declare.
@@ -21,6 +22,8 @@ pub struct UltralyticsMeta {
     pub end2end: bool,
     /// What the `description` says, for telling RT-DETR from YOLO.
     pub description: Option<String>,
+    /// A pose model's keypoints: [count, values each] (2: x, y; 3: and a confidence).
+    pub kpt_shape: Option<[usize; 2]>,
 }
 
 impl UltralyticsMeta {
@@ -42,11 +45,14 @@ impl UltralyticsMeta {
                 "end2end" => meta.end2end = value == "True",
                 "batch" => meta.batch = Some(batch(value).map_err(|e| format!("metadata 'batch': {e}"))?),
                 "description" => meta.description = Some(value.to_string()),
+                "kpt_shape" => {
+                    meta.kpt_shape = Some(kpt_shape(value).map_err(|e| format!("metadata 'kpt_shape': {e}"))?)
+                }
                 // Exports with `nms=True` say so in their arguments.
                 "args" => nms = value.contains("'nms': True"),
                 _ => continue,
             }
-            found |= !matches!(key, "description" | "args" | "batch");
+            found |= !matches!(key, "description" | "args" | "batch" | "kpt_shape");
         }
         meta.end2end |= nms;
         Ok(found.then_some(meta))
@@ -106,6 +112,21 @@ fn imgsz(text: &str) -> Result<(usize, usize), String> {
         return Err(format!("{h}×{w} is not in [1, {MAX_SIDE}] a side"));
     }
     Ok((h, w))
+}
+
+/// `[17, 3]`: a count of keypoints and 2 or 3 values each.
+fn kpt_shape(text: &str) -> Result<[usize; 2], String> {
+    let inner = text.trim().trim_start_matches(['[', '(']).trim_end_matches([']', ')']);
+    let numbers: Result<Vec<usize>, _> = inner.split(',').map(|s| s.trim().parse::<usize>()).collect();
+    match numbers.as_deref() {
+        Ok(&[count, values]) if (1..=MAX_KEYPOINTS).contains(&count) && (2..=3).contains(&values) => {
+            Ok([count, values])
+        }
+        _ => Err(format!(
+            "'{}' is not [keypoints, 2 or 3 values each] with at most {MAX_KEYPOINTS} keypoints",
+            crate::limits::clip(text)
+        )),
+    }
 }
 
 /// The most a model's metadata may say its batch is.
@@ -312,6 +333,16 @@ mod tests {
         assert_eq!(meta.imgsz, Some((320, 480)));
         assert_eq!(meta.names.clone().unwrap(), ["person", "it's", "café", "a\\b"]);
         assert!(!meta.end2end && !meta.is_rtdetr());
+    }
+
+    #[test]
+    fn a_pose_model_s_keypoints_and_what_is_not_a_keypoint_shape() {
+        let meta = props(&[("task", "pose"), ("kpt_shape", "[17, 3]")]).unwrap().unwrap();
+        assert_eq!(meta.kpt_shape, Some([17, 3]));
+        for bad in ["[17]", "[17, 4]", "[0, 3]", "[17, 3, 1]", "[1e9, 3]", "[-1, 2]", "seventeen", ""] {
+            let err = props(&[("task", "pose"), ("kpt_shape", bad)]).unwrap_err();
+            assert!(err.starts_with("metadata 'kpt_shape': "), "{bad}: {err}");
+        }
     }
 
     #[test]

@@ -2,7 +2,10 @@
 
 pub mod classify;
 pub mod detect;
+pub mod keypoints;
+pub mod mask;
 pub mod nms;
+pub mod rotated;
 pub mod yolo;
 
 use serde::Serialize;
@@ -20,13 +23,22 @@ pub struct ClassScore {
     pub score: f32,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct Detection {
     pub class_id: usize,
     pub label: String,
     pub score: f32,
-    /// `[x1, y1, x2, y2]` in source-image pixels.
+    /// `[x1, y1, x2, y2]` in source-image pixels; around the rotated box for OBB models.
     pub bbox: [f32; 4],
+    /// Segment models: the instance's pixels in the source image.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mask: Option<mask::Rle>,
+    /// Pose models: the keypoints in source-image pixels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keypoints: Option<keypoints::Keypoints>,
+    /// OBB models: the rotated box in source-image pixels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rotated: Option<rotated::RotatedBox>,
 }
 
 /// A raw output: name, shape and a few values, for models edgert does not interpret.

@@ -78,7 +78,7 @@ mod tests {
     use super::*;
 
     fn det(class_id: usize, score: f32, bbox: [f32; 4]) -> Detection {
-        Detection { class_id, label: String::new(), score, bbox }
+        Detection { class_id, score, bbox, ..Detection::default() }
     }
 
     #[test]

@@ -87,7 +87,13 @@ pub fn decode(
                 let (x2, y2) = geometry.to_source(x + w / 2.0, y + h / 2.0);
                 let (sw, sh) = (geometry.source_width as f32, geometry.source_height as f32);
                 let bbox = [x1.clamp(0.0, sw), y1.clamp(0.0, sh), x2.clamp(0.0, sw), y2.clamp(0.0, sh)];
-                boxes.push(Detection { class_id, label: label(class_id), score, bbox });
+                boxes.push(Detection {
+                    class_id,
+                    label: label(class_id),
+                    score,
+                    bbox,
+                    ..Detection::default()
+                });
             }
         }
     }

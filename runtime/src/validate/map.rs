@@ -69,7 +69,7 @@ mod tests {
     use super::*;
 
     fn d(class_id: usize, score: f32, x: f32) -> Detection {
-        Detection { class_id, label: String::new(), score, bbox: [x, 0.0, x + 10.0, 10.0] }
+        Detection { class_id, score, bbox: [x, 0.0, x + 10.0, 10.0], ..Detection::default() }
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! YOLO outputs with a row of numbers per grid position, before NMS: YOLOv8, YOLO11 and YOLOv5u
-//! `[N, 4 + C, boxes]` (channels first; score = the best class), and the original YOLOv5
+//! `[N, 4 + C, boxes]` (channels first; score = the best class; segment, pose and OBB models add
+//! their values after the classes: `[N, 4 + C + E, boxes]`), and the original YOLOv5
 //! `[N, boxes, 5 + C]` (score = objectness × the best class). Boxes are cx, cy, w, h in input
 //! pixels.
 
@@ -16,17 +17,25 @@ pub struct Dense {
     index: usize,
     boxes: usize,
     pub classes: usize,
+    /// Values after the classes (YOLOv8's channels-first rows only).
+    carried: usize,
     /// YOLOv8's channels-first rows, or YOLOv5's rows with objectness.
     channels_first: bool,
 }
 
 impl Dense {
-    pub fn new(format: DetectFormat, outputs: &[TensorSpec]) -> Result<Dense, String> {
+    /// `carried`: how many values follow each box's classes.
+    pub fn new(format: DetectFormat, outputs: &[TensorSpec], carried: usize) -> Result<Dense, String> {
         let (index, dims) = output(outputs, format, None, 3)?;
         let channels_first = format == DetectFormat::Yolov8;
-        let (rows, boxes, extra) = if channels_first { (dims[0], dims[1], 4) } else { (dims[1], dims[0], 5) };
+        let (rows, boxes, extra) =
+            if channels_first { (dims[0], dims[1], 4 + carried) } else { (dims[1], dims[0], 5) };
         if rows <= extra || boxes == 0 {
-            let wanted = if channels_first { "[N, 4 + classes, boxes]" } else { "[N, boxes, 5 + classes]" };
+            let wanted = match (channels_first, carried) {
+                (true, 0) => "[N, 4 + classes, boxes]".to_string(),
+                (true, e) => format!("[N, 4 + classes + {e}, boxes]"),
+                (false, _) => "[N, boxes, 5 + classes]".to_string(),
+            };
             return Err(format!(
                 "format '{}' needs output '{}' as {wanted}, it is [N, {}, {}]",
                 format.name(),
@@ -35,7 +44,14 @@ impl Dense {
                 dims[1]
             ));
         }
-        Ok(Dense { index, boxes, classes: rows - extra, channels_first })
+        Ok(Dense { index, boxes, classes: rows - extra, carried, channels_first })
+    }
+
+    /// The values box `row` carries after its classes, appended to `into`.
+    pub fn carried(&self, outputs: &[HostTensor], item: usize, row: usize, into: &mut Vec<f32>) {
+        let values = outputs[self.index].item(item);
+        let first = 4 + self.classes;
+        into.extend((first..first + self.carried).map(|c| values[c * self.boxes + row]));
     }
 
     pub fn candidates(&self, outputs: &[HostTensor], item: usize, confidence: f32) -> Vec<Candidate> {
@@ -56,18 +72,19 @@ impl Dense {
             for b in (0..n).filter(|&b| any[b]) {
                 let (class_id, score) = best((0..self.classes).map(|c| at(4 + c, b)));
                 let bbox = corners(at(0, b), at(1, b), at(2, b), at(3, b));
-                found.push(Candidate { class_id, score, bbox });
+                found.push(Candidate { class_id, score, bbox, row: b });
             }
         } else {
             let width = 5 + self.classes;
-            for row in values.chunks_exact(width) {
+            for (b, row) in values.chunks_exact(width).enumerate() {
                 let objectness = row[4];
                 if !passes(objectness, confidence) {
                     continue;
                 }
                 let (class_id, score) = best(row[5..].iter().map(|&s| s * objectness));
                 if passes(score, confidence) {
-                    found.push(Candidate { class_id, score, bbox: corners(row[0], row[1], row[2], row[3]) });
+                    let bbox = corners(row[0], row[1], row[2], row[3]);
+                    found.push(Candidate { class_id, score, bbox, row: b });
                 }
             }
         }

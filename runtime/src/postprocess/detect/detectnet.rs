@@ -67,7 +67,7 @@ impl Detectnet {
                     let y1 = ((o(1) - centre(y)) * -s).clamp(0.0, h);
                     let x2 = ((o(2) + centre(x)) * s).clamp(0.0, w);
                     let y2 = ((o(3) + centre(y)) * s).clamp(0.0, h);
-                    found.push(Candidate { class_id, score, bbox: [x1, y1, x2, y2] });
+                    found.push(Candidate { class_id, score, bbox: [x1, y1, x2, y2], row: cell });
                 }
             }
         }

@@ -76,7 +76,12 @@ impl EfficientNms {
                 BoxOrder::Xyxy => [b[0], b[1], b[2], b[3]],
                 BoxOrder::Yxyx => [b[1], b[0], b[3], b[2]],
             };
-            found.push(Candidate { class_id, score: scores[k], bbox: [x1 * sx, y1 * sy, x2 * sx, y2 * sy] });
+            found.push(Candidate {
+                class_id,
+                score: scores[k],
+                bbox: [x1 * sx, y1 * sy, x2 * sx, y2 * sy],
+                row: k,
+            });
         }
         found
     }

@@ -53,7 +53,7 @@ impl LabelsBoxesScores {
             .filter_map(|k| {
                 let class_id = class_index(labels[k])?;
                 let b = &boxes[k * 4..k * 4 + 4];
-                Some(Candidate { class_id, score: scores[k], bbox: [b[0], b[1], b[2], b[3]] })
+                Some(Candidate { class_id, score: scores[k], bbox: [b[0], b[1], b[2], b[3]], row: k })
             })
             .collect();
         found.sort_by(|a, b| b.score.total_cmp(&a.score));

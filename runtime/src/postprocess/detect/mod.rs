@@ -1,7 +1,8 @@
 //! `task = "detect"`: the outputs of detectors from the field decoded into boxes in source-image
 //! pixels. Each format (`DetectFormat`) finds its outputs and checks their shapes once, when the
 //! model is prepared; decoding then yields candidates in input pixels, which NMS (for the formats
-//! whose boxes overlap), `max_det` and the preprocessing's geometry finish.
+//! whose boxes overlap), `max_det` and the preprocessing's geometry finish. Segment, pose and OBB
+//! models carry values after each box's classes (`Carried`), read for the boxes kept.
 
 mod dense;
 mod detectnet;
@@ -10,17 +11,32 @@ mod labels_boxes_scores;
 mod queries;
 mod ssd;
 
+use super::keypoints::Keypoints;
+use super::mask::{Prototypes, Scratch};
+use super::rotated::{self, RotatedBox};
 use super::{nms, Detection};
 use crate::model::manifest::{DetectFormat, DetectSpec};
 use crate::preprocess::Geometry;
 use crate::tensor::{describe, HostTensor, TensorSpec};
 
-/// A box before NMS: class, score and corners in input pixels.
+/// A box before NMS: class, score and corners in input pixels, and the row of the output it
+/// came from (where what it carries is read).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Candidate {
     pub class_id: usize,
     pub score: f32,
     pub bbox: [f32; 4],
+    pub row: usize,
+}
+
+/// What each box carries after its classes.
+#[derive(Debug, Clone, Copy)]
+enum Carried {
+    Nothing,
+    Masks(Prototypes),
+    /// `[count, values each]`.
+    Keypoints([usize; 2]),
+    Angle,
 }
 
 /// Where a format's tensors are among the model's outputs, and their sizes.
@@ -39,6 +55,7 @@ enum Layout {
 pub struct Decoder {
     spec: DetectSpec,
     layout: Layout,
+    carried: Carried,
     /// (height, width) of the model's input.
     input_size: (usize, usize),
 }
@@ -51,12 +68,25 @@ impl Decoder {
         outputs: &[TensorSpec],
         input_size: (usize, usize),
     ) -> Result<Decoder, String> {
+        let carried = if spec.masks {
+            Carried::Masks(Prototypes::find(outputs)?)
+        } else if let Some(shape) = spec.keypoints {
+            Carried::Keypoints(shape)
+        } else if spec.rotated {
+            Carried::Angle
+        } else {
+            Carried::Nothing
+        };
+        let values = spec.extra_values(match carried {
+            Carried::Masks(p) => p.coefficients,
+            _ => 0,
+        });
         let layout = match spec.format {
             DetectFormat::Yolov5 | DetectFormat::Yolov8 => {
-                Layout::Dense(dense::Dense::new(spec.format, outputs)?)
+                Layout::Dense(dense::Dense::new(spec.format, outputs, values)?)
             }
             DetectFormat::End2end | DetectFormat::Rtdetr => {
-                Layout::Queries(queries::Queries::new(spec.format, outputs)?)
+                Layout::Queries(queries::Queries::new(spec.format, outputs, values, spec.rotated)?)
             }
             DetectFormat::Ssd => Layout::Ssd(ssd::Ssd::new(spec, outputs)?),
             DetectFormat::EfficientNms => {
@@ -67,7 +97,7 @@ impl Decoder {
                 Layout::LabelsBoxesScores(labels_boxes_scores::LabelsBoxesScores::new(outputs)?)
             }
         };
-        Ok(Decoder { spec: spec.clone(), layout, input_size })
+        Ok(Decoder { spec: spec.clone(), layout, carried, input_size })
     }
 
     /// How many classes the outputs hold, where the format says (for checking labels).
@@ -98,21 +128,90 @@ impl Decoder {
             Layout::Detectnet(d) => d.candidates(outputs, item, spec.confidence, self.input_size),
             Layout::LabelsBoxesScores(l) => l.candidates(outputs, item, spec.confidence),
         };
-        let kept = if spec.format.needs_nms() {
+        let values = |row: usize| {
+            let mut carried = Vec::new();
+            match &self.layout {
+                Layout::Dense(d) => d.carried(outputs, item, row, &mut carried),
+                Layout::Queries(q) => q.carried(outputs, item, row, &mut carried),
+                _ => {}
+            }
+            carried
+        };
+        let kept = if let Carried::Angle = self.carried {
+            let boxes: Vec<(usize, f32, [f32; 5])> =
+                candidates.iter().map(|c| (c.class_id, c.score, xywhr(c.bbox, values(c.row)[0]))).collect();
+            if spec.format.needs_nms() {
+                rotated::suppress(&boxes, spec.iou, spec.agnostic, spec.max_det)
+                    .into_iter()
+                    .map(|i| candidates[i])
+                    .collect()
+            } else {
+                candidates.into_iter().take(spec.max_det).collect()
+            }
+        } else if spec.format.needs_nms() {
             nms::suppress(candidates, spec.iou, spec.agnostic, spec.max_det)
         } else {
             candidates.into_iter().take(spec.max_det).collect()
         };
         let (sw, sh) = (geometry.source_width as f32, geometry.source_height as f32);
-        kept.into_iter()
-            .map(|c| {
-                let (x1, y1) = geometry.to_source(c.bbox[0], c.bbox[1]);
-                let (x2, y2) = geometry.to_source(c.bbox[2], c.bbox[3]);
-                let bbox = [x1.clamp(0.0, sw), y1.clamp(0.0, sh), x2.clamp(0.0, sw), y2.clamp(0.0, sh)];
-                Detection { class_id: c.class_id, label: label(c.class_id), score: c.score, bbox }
-            })
-            .collect()
+        let to_source = |x: f32, y: f32| {
+            let (x, y) = geometry.to_source(x, y);
+            (x.clamp(0.0, sw), y.clamp(0.0, sh))
+        };
+        let mut scratch = Scratch::default();
+        let mut found = Vec::with_capacity(kept.len());
+        for c in kept {
+            let (x1, y1) = to_source(c.bbox[0], c.bbox[1]);
+            let (x2, y2) = to_source(c.bbox[2], c.bbox[3]);
+            let mut d = Detection {
+                class_id: c.class_id,
+                label: label(c.class_id),
+                score: c.score,
+                bbox: [x1, y1, x2, y2],
+                ..Detection::default()
+            };
+            match self.carried {
+                Carried::Nothing => {}
+                Carried::Masks(protos) => {
+                    let mask = protos.mask(
+                        outputs,
+                        item,
+                        &values(c.row),
+                        d.bbox,
+                        self.input_size,
+                        geometry,
+                        &mut scratch,
+                    );
+                    // Ultralytics drops an instance whose mask has no pixel.
+                    let Some(mask) = mask else { continue };
+                    d.mask = Some(mask);
+                }
+                Carried::Keypoints([_, each]) => {
+                    let mut flat = values(c.row);
+                    for point in flat.chunks_exact_mut(each) {
+                        (point[0], point[1]) = to_source(point[0], point[1]);
+                    }
+                    d.keypoints = Some(Keypoints { values: each, flat });
+                }
+                Carried::Angle => {
+                    let [x, y, w, h, r] = xywhr(c.bbox, values(c.row)[0]);
+                    let (x, y) = geometry.to_source(x, y);
+                    let turned = RotatedBox::new([x, y, w / geometry.scale_x, h / geometry.scale_y, r]);
+                    let [x1, y1, x2, y2] = turned.bounds();
+                    d.bbox = [x1.clamp(0.0, sw), y1.clamp(0.0, sh), x2.clamp(0.0, sw), y2.clamp(0.0, sh)];
+                    d.rotated = Some(turned);
+                }
+            }
+            found.push(d);
+        }
+        found
     }
+}
+
+/// Corners and an angle as centre, size and angle.
+fn xywhr(bbox: [f32; 4], angle: f32) -> [f32; 5] {
+    let [x1, y1, x2, y2] = bbox;
+    [(x1 + x2) / 2.0, (y1 + y2) / 2.0, x2 - x1, y2 - y1, angle]
 }
 
 /// The output of `outputs` a format reads: found by `name` (a part of it, any case) where given
@@ -168,5 +267,7 @@ fn corners(cx: f32, cy: f32, w: f32, h: f32) -> [f32; 4] {
     [cx - w / 2.0, cy - h / 2.0, cx + w / 2.0, cy + h / 2.0]
 }
 
+#[cfg(test)]
+mod carried_tests;
 #[cfg(test)]
 mod tests;

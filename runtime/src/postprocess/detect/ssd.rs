@@ -63,7 +63,12 @@ impl Ssd {
             let r = &boxes[b * 4..b * 4 + 4];
             for (class_id, &score) in scores[b * self.classes..(b + 1) * self.classes].iter().enumerate() {
                 if class_id != self.background && passes(score, confidence) {
-                    found.push(Candidate { class_id, score, bbox: [r[0] * w, r[1] * h, r[2] * w, r[3] * h] });
+                    found.push(Candidate {
+                        class_id,
+                        score,
+                        bbox: [r[0] * w, r[1] * h, r[2] * w, r[3] * h],
+                        row: b,
+                    });
                 }
             }
         }

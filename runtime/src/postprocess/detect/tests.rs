@@ -75,6 +75,16 @@ fn geometry(json: &serde_json::Value) -> Geometry {
 /// Decodes a fixture as `format` and compares with its reference: same count, and in order the
 /// same classes, scores within 1e-4 and corners within 0.5 px.
 fn check(name: &str, format: DetectFormat, adjust: impl Fn(&mut DetectSpec)) {
+    let (found, json) = decoded(name, format, adjust);
+    same_boxes(name, &found, &json);
+}
+
+/// A fixture decoded as `format`, with its reference.
+pub(super) fn decoded(
+    name: &str,
+    format: DetectFormat,
+    adjust: impl Fn(&mut DetectSpec),
+) -> (Vec<Detection>, serde_json::Value) {
     let f = fixture(name);
     let mut spec = DetectSpec::new(format);
     spec.confidence = f.json["confidence"].as_f64().unwrap() as f32;
@@ -85,10 +95,15 @@ fn check(name: &str, format: DetectFormat, adjust: impl Fn(&mut DetectSpec)) {
         (f.json["input"][0].as_u64().unwrap() as usize, f.json["input"][1].as_u64().unwrap() as usize);
     let decoder = Decoder::new(&spec, &f.specs, input).unwrap();
     let found = decoder.decode(&f.tensors, 0, &geometry(&f.json), |c| format!("c{c}"));
-    let wanted = f.json["detections"].as_array().unwrap();
+    (found, f.json)
+}
+
+/// The same boxes as the reference's `detections`, in order.
+pub(super) fn same_boxes(name: &str, found: &[Detection], json: &serde_json::Value) {
+    let wanted = json["detections"].as_array().unwrap();
     // edgert keeps every box inside the image; Ultralytics clips YOLO's boxes there too
     // (`scale_boxes`) but not RT-DETR's, nor pytorch-ssd its own: theirs are clipped to compare.
-    let source = [f.json["source"][0].as_f64().unwrap(), f.json["source"][1].as_f64().unwrap()];
+    let source = [json["source"][0].as_f64().unwrap(), json["source"][1].as_f64().unwrap()];
     assert!(!wanted.is_empty(), "{name}: the fixture has no detections to compare");
     assert_eq!(
         found.len(),

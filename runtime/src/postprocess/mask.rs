@@ -1,0 +1,370 @@
+//! Instance masks of segment models (YOLOv8/11/26-seg): each box's coefficients weigh the model's
+//! prototypes into mask logits, which are resampled bilinearly to the source through the
+//! letterbox, set above 0 (a sigmoid above 0.5) and kept within the box, as Ultralytics'
+//! `retina_masks` makes them: the prototypes upsampled first where the letterbox's padding does
+//! not fall on whole cells, the content cropped (so pixels at the frame's edge read the content's
+//! edge, not the padding), then resampled to the source. The resamplings are composed into one
+//! pass over the box's source pixels; the result is COCO's run-length encoding.
+
+use serde::Serialize;
+
+use crate::preprocess::Geometry;
+use crate::tensor::{HostTensor, TensorSpec};
+
+/// COCO's uncompressed run-length encoding of a binary mask: alternate runs of unset and set
+/// pixels, column by column (column-major), the first run unset (0 long where the first pixel is
+/// set).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rle {
+    /// `[height, width]`.
+    pub size: [usize; 2],
+    pub counts: Vec<u32>,
+}
+
+impl Rle {
+    /// How many pixels are set.
+    pub fn area(&self) -> u64 {
+        self.counts.iter().skip(1).step_by(2).map(|&c| u64::from(c)).sum()
+    }
+
+    /// Each run of set pixels within one column: `(x, first row, rows past the last)`.
+    pub fn for_each_run(&self, mut f: impl FnMut(usize, usize, usize)) {
+        let height = self.size[0].max(1);
+        let mut at = 0usize;
+        for (i, &count) in self.counts.iter().enumerate() {
+            let (start, end) = (at, at + count as usize);
+            at = end;
+            if i % 2 == 0 {
+                continue;
+            }
+            let mut p = start;
+            while p < end {
+                let (x, y) = (p / height, p % height);
+                let rows = (height - y).min(end - p);
+                f(x, y, y + rows);
+                p += rows;
+            }
+        }
+    }
+}
+
+/// Builds counts from runs given in column-major order, merging neighbours of one value.
+struct Runs {
+    counts: Vec<u32>,
+    set: bool,
+}
+
+impl Runs {
+    fn new() -> Runs {
+        Runs { counts: vec![0], set: false }
+    }
+
+    fn push(&mut self, set: bool, length: usize) {
+        if length == 0 {
+            return;
+        }
+        if set != self.set {
+            self.counts.push(0);
+            self.set = set;
+        }
+        *self.counts.last_mut().expect("counts start with one run") += length as u32;
+    }
+}
+
+/// Where a segment model's prototypes are: the one output of four dimensions, `[N, coefficients,
+/// height, width]`.
+#[derive(Debug, Clone, Copy)]
+pub struct Prototypes {
+    index: usize,
+    pub coefficients: usize,
+    height: usize,
+    width: usize,
+}
+
+impl Prototypes {
+    pub fn find(outputs: &[TensorSpec]) -> Result<Prototypes, String> {
+        let found: Vec<_> = outputs.iter().enumerate().filter(|(_, o)| o.shape.len() == 4).collect();
+        let [(index, o)] = found[..] else {
+            return Err(format!(
+                "detect.masks needs one prototypes output [N, coefficients, height, width]; the model's are {}",
+                crate::tensor::describe(outputs)
+            ));
+        };
+        match o.shape[1..] {
+            [Some(c), Some(h), Some(w)] if c > 0 && h > 0 && w > 0 => {
+                Ok(Prototypes { index, coefficients: c, height: h, width: w })
+            }
+            _ => Err(format!(
+                "detect.masks needs prototypes output '{}' as [N, coefficients, height, width] of fixed sizes, it is {}",
+                o.name,
+                o.shape_text()
+            )),
+        }
+    }
+
+    /// The mask of one instance in source pixels, `bbox` its box there; none where no pixel is
+    /// set (Ultralytics drops such instances). `scratch` is reused between instances.
+    pub fn mask(
+        &self,
+        outputs: &[HostTensor],
+        item: usize,
+        coefficients: &[f32],
+        bbox: [f32; 4],
+        (input_h, input_w): (usize, usize),
+        geometry: &Geometry,
+        scratch: &mut Scratch,
+    ) -> Option<Rle> {
+        let (sw, sh) = (geometry.source_width as usize, geometry.source_height as usize);
+        // Pixel x is in the box where x1 <= x < x2, as Ultralytics' crop_mask has it.
+        let span = |lo: f32, hi: f32, limit: usize| {
+            let first = (lo.max(0.0).ceil() as usize).min(limit);
+            let end = (hi.max(0.0).ceil() as usize).min(limit);
+            (first, end.max(first))
+        };
+        let (x0, x1) = span(bbox[0], bbox[2], sw);
+        let (y0, y1) = span(bbox[1], bbox[3], sh);
+        if x0 == x1 || y0 == y1 {
+            return None;
+        }
+        // Each source column's and row's prototype cells.
+        let x = Axis {
+            scale: geometry.scale_x,
+            offset: geometry.offset_x,
+            source: sw,
+            input: input_w,
+            cells: self.width,
+        };
+        let y = Axis {
+            scale: geometry.scale_y,
+            offset: geometry.offset_y,
+            source: sh,
+            input: input_h,
+            cells: self.height,
+        };
+        let upsample = upsampling(x, y);
+        let (columns, rows) = (x.taps(x0..x1, upsample), y.taps(y0..y1, upsample));
+        let (c0, c1) = window(&columns);
+        let (r0, r1) = window(&rows);
+        // The instance's logits over the prototypes its box reads.
+        let cw = c1 - c0;
+        let protos = outputs[self.index].item(item);
+        let plane = self.height * self.width;
+        scratch.logits.clear();
+        scratch.logits.resize(cw * (r1 - r0), 0.0);
+        for (k, &weight) in coefficients.iter().enumerate().take(self.coefficients) {
+            let proto = &protos[k * plane..(k + 1) * plane];
+            for (r, logits) in (r0..r1).zip(scratch.logits.chunks_exact_mut(cw)) {
+                let row = &proto[r * self.width + c0..r * self.width + c1];
+                for (l, &p) in logits.iter_mut().zip(row) {
+                    *l += weight * p;
+                }
+            }
+        }
+        let (w, h) = (x1 - x0, y1 - y0);
+        scratch.bits.clear();
+        scratch.bits.resize(w * h, false);
+        scratch.row.resize(cw, 0.0);
+        let mut any = false;
+        for (y, tap) in rows.iter().enumerate() {
+            scratch.row.fill(0.0);
+            for (&cell, &weight) in tap.cells.iter().zip(&tap.weights) {
+                let logits = &scratch.logits[(cell - r0) * cw..(cell - r0 + 1) * cw];
+                for (v, &l) in scratch.row.iter_mut().zip(logits) {
+                    *v += weight * l;
+                }
+            }
+            let bits = &mut scratch.bits[y * w..(y + 1) * w];
+            for (bit, tap) in bits.iter_mut().zip(&columns) {
+                let value: f32 =
+                    tap.cells.iter().zip(&tap.weights).map(|(&c, &w)| w * scratch.row[c - c0]).sum();
+                *bit = value > 0.0;
+                any |= *bit;
+            }
+        }
+        if !any {
+            return None;
+        }
+        let mut runs = Runs::new();
+        runs.push(false, x0 * sh);
+        for x in 0..w {
+            runs.push(false, y0);
+            let mut y = 0;
+            while y < h {
+                let set = scratch.bits[y * w + x];
+                let start = y;
+                while y < h && scratch.bits[y * w + x] == set {
+                    y += 1;
+                }
+                runs.push(set, y - start);
+            }
+            runs.push(false, sh - y1);
+        }
+        runs.push(false, (sw - x1) * sh);
+        Some(Rle { size: [sh, sw], counts: runs.counts })
+    }
+}
+
+/// Buffers one instance's mask is made in, kept between instances and frames.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    logits: Vec<f32>,
+    row: Vec<f32>,
+    bits: Vec<bool>,
+}
+
+/// A source pixel's prototype cells along one axis and their weights.
+#[derive(Debug, Clone, Copy)]
+struct Tap {
+    cells: [usize; 4],
+    weights: [f32; 4],
+}
+
+/// One axis of the resamplings: the geometry's `scale` (input pixels a source pixel) and `offset`
+/// (where the content starts in the input), and the sizes of source, input and prototypes.
+#[derive(Debug, Clone, Copy)]
+struct Axis {
+    scale: f32,
+    offset: f32,
+    source: usize,
+    input: usize,
+    cells: usize,
+}
+
+impl Axis {
+    /// The content's size and first cell on prototypes upsampled `f` times.
+    fn content(&self, f: usize) -> (usize, f32) {
+        let per_input = (f * self.cells) as f32 / self.input as f32;
+        let size = ((self.source as f32 * self.scale * per_input).round() as usize).max(1);
+        (size, (self.offset * per_input - 0.1).round())
+    }
+
+    /// For each source pixel in `pixels`: the cells of the content (upsampled `f` times) it reads,
+    /// and the prototype cells each of those reads.
+    fn taps(&self, pixels: std::ops::Range<usize>, f: usize) -> Vec<Tap> {
+        let (content, first) = self.content(f);
+        let upsampled = f * self.cells;
+        let cell = |i: usize| (first as i64 + i as i64).clamp(0, upsampled as i64 - 1) as usize;
+        let ratio = content as f32 / self.source as f32;
+        let down = 1.0 / f as f32;
+        pixels
+            .map(|p| {
+                let (i0, i1, l) = bilinear(p, ratio, content);
+                let (a0, a1, m0) = bilinear(cell(i0), down, self.cells);
+                let (b0, b1, m1) = bilinear(cell(i1), down, self.cells);
+                Tap {
+                    cells: [a0, a1, b0, b1],
+                    weights: [(1.0 - l) * (1.0 - m0), (1.0 - l) * m0, l * (1.0 - m1), l * m1],
+                }
+            })
+            .collect()
+    }
+}
+
+/// How many times Ultralytics upsamples the prototypes before cropping the content: the least of
+/// 1, 2, 4 (up to the input's size) at which the padding on both axes falls on whole cells.
+fn upsampling(x: Axis, y: Axis) -> usize {
+    let whole = |a: Axis, f: usize| {
+        let per_input = (f * a.cells) as f32 / a.input as f32;
+        let padding = (a.input as f32 - (a.source as f32 * a.scale).round()) * per_input;
+        let fits = |v: f32| (v - v.round()).abs() < 1e-3;
+        fits(a.offset * per_input) && fits(padding)
+    };
+    [1, 2, 4].into_iter().find(|&f| f * x.cells >= x.input || (whole(x, f) && whole(y, f))).unwrap_or(4)
+}
+
+/// Bilinear interpolation from `from` values to a grid `1 / ratio` times as fine, without
+/// corner alignment (as `torch.nn.functional.interpolate` does it): the two values position `at`
+/// reads and the second's weight.
+fn bilinear(at: usize, ratio: f32, from: usize) -> (usize, usize, f32) {
+    let real = ((at as f32 + 0.5) * ratio - 0.5).max(0.0);
+    let low = (real.floor() as usize).min(from - 1);
+    (low, (low + 1).min(from - 1), real - low as f32)
+}
+
+/// The cells `taps` read: first and one past the last.
+fn window(taps: &[Tap]) -> (usize, usize) {
+    let low = taps.iter().flat_map(|t| t.cells).min().unwrap_or(0);
+    let high = taps.iter().flat_map(|t| t.cells).max().unwrap_or(0);
+    (low, high + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pixels of an RLE as a row-major bitmap.
+    fn bitmap(rle: &Rle) -> Vec<bool> {
+        let [h, w] = rle.size;
+        let mut bits = vec![false; h * w];
+        rle.for_each_run(|x, y0, y1| (y0..y1).for_each(|y| bits[y * w + x] = true));
+        bits
+    }
+
+    #[test]
+    fn runs_are_column_major_and_start_unset() {
+        // 3 high, 2 wide: set pixels (0, 0), (1, 0), (1, 1) as (x, y).
+        let mut runs = Runs::new();
+        for set in [true, false, false, true, true, false] {
+            runs.push(set, 1);
+        }
+        let rle = Rle { size: [3, 2], counts: runs.counts };
+        assert_eq!(rle.counts, [0, 1, 2, 2, 1]);
+        assert_eq!(rle.area(), 3);
+        assert_eq!(bitmap(&rle), [true, true, false, true, false, false]);
+    }
+
+    #[test]
+    fn a_mask_is_its_logits_sampled_through_the_geometry_within_the_box() {
+        // One prototype 2×2: positive on the left column. Input 4×4, source 8×8 (scale 0.5).
+        let protos = HostTensor::new(vec![1, 1, 2, 2], vec![1.0, -1.0, 1.0, -1.0]);
+        let p = Prototypes { index: 0, coefficients: 1, height: 2, width: 2 };
+        let g = Geometry {
+            source_width: 8,
+            source_height: 8,
+            scale_x: 0.5,
+            scale_y: 0.5,
+            offset_x: 0.0,
+            offset_y: 0.0,
+        };
+        let mut scratch = Scratch::default();
+        let rle =
+            p.mask(&[protos.clone()], 0, &[1.0], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch).unwrap();
+        // Logits fall from 1 to -1 between source columns 2 and 5: zero at the middle, x = 4.
+        let bits = bitmap(&rle);
+        for y in 0..8 {
+            let row: Vec<bool> = (0..8).map(|x| bits[y * 8 + x]).collect();
+            assert_eq!(row, [true, true, true, true, false, false, false, false], "row {y}");
+        }
+        // Cropped to a box from x 1.5 to 3, y 2 to 4.5: column 2 of rows 2 to 4.
+        let rle =
+            p.mask(&[protos.clone()], 0, &[1.0], [1.5, 2.0, 3.0, 4.5], (4, 4), &g, &mut scratch).unwrap();
+        let bits = bitmap(&rle);
+        let set: Vec<(usize, usize)> = (0..64).filter(|&i| bits[i]).map(|i| (i % 8, i / 8)).collect();
+        assert_eq!(set, [(2, 2), (2, 3), (2, 4)]);
+        // A negative coefficient sets the other side; nothing set is no mask.
+        let rle =
+            p.mask(&[protos.clone()], 0, &[-1.0], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch).unwrap();
+        assert_eq!(rle.area(), 32);
+        assert!(p
+            .mask(&[protos.clone()], 0, &[0.0], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch)
+            .is_none());
+        assert!(p
+            .mask(&[protos.clone()], 0, &[f32::NAN], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch)
+            .is_none());
+        assert!(p.mask(&[protos], 0, &[1.0], [3.0, 3.0, 3.0, 9.0], (4, 4), &g, &mut scratch).is_none());
+    }
+
+    #[test]
+    fn prototypes_are_the_one_output_of_four_fixed_dimensions() {
+        use crate::tensor::DataType;
+        let spec = |shape: Vec<Option<usize>>| TensorSpec { name: "p".into(), shape, dtype: DataType::F32 };
+        let boxes = spec(vec![Some(1), Some(116), Some(8400)]);
+        assert!(
+            Prototypes::find(&[boxes.clone(), spec(vec![Some(1), Some(32), Some(160), Some(160)])]).is_ok()
+        );
+        let none = Prototypes::find(&[boxes.clone()]).unwrap_err();
+        assert!(none.contains("one prototypes output"), "{none}");
+        let dynamic = Prototypes::find(&[boxes, spec(vec![Some(1), Some(32), None, None])]).unwrap_err();
+        assert!(dynamic.contains("fixed sizes"), "{dynamic}");
+    }
+}
