@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from detectors import IMGSZ, SOURCE, build, export
+from detectors import IMGSZ, SOURCE, build, export, write_letterboxed
 
 FAMILIES = {
     # name: (YAML, task, Ultralytics' export `nms`: False keeps the end-to-end head, confidence:
@@ -53,7 +53,7 @@ def rle(mask):
     return {"size": list(mask.shape), "counts": counts}
 
 
-def reference(name, task, onnx_path, conf, iou, max_det):
+def reference(name, task, onnx_path, conf, iou, max_det, source=SOURCE):
     import cv2
     import onnxruntime as ort
     import torch
@@ -64,7 +64,7 @@ def reference(name, task, onnx_path, conf, iou, max_det):
     from ultralytics.models.yolo.segment.predict import SegmentationPredictor
     from ultralytics.utils import ops
 
-    image = cv2.imread(str(SOURCE))
+    image = cv2.imread(str(source))
     x = LetterBox(IMGSZ, auto=False)(image=image)[..., ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255.0
     session = ort.InferenceSession(str(onnx_path), providers=["CPUExecutionProvider"])
     names = [o.name for o in session.get_outputs()]
@@ -83,7 +83,7 @@ def reference(name, task, onnx_path, conf, iou, max_det):
         kpt_shape = eval(meta["kpt_shape"]) if "kpt_shape" in meta else None
 
     predictor.model = Backend()
-    predictor.batch = [[str(SOURCE)]]
+    predictor.batch = [[str(source)]]
     raw = [torch.from_numpy(o) for o in outputs]
     preds = raw if task == "segment" else raw[0]
     result = predictor.postprocess(preds, torch.from_numpy(x), [image])[0]
@@ -126,7 +126,15 @@ def fixture(name, out_dir, keep, iou, max_det, nc, seed):
         **found,
         "reference": f"ultralytics {task} predictor postprocess (retina_masks=True for masks)",
     }) + "\n")
-    if not keep:
+    if keep:
+        # The model end to end: on the letterboxed image itself, no resize is left to differ.
+        letterboxed = out_dir / "bus_letterboxed.png"
+        write_letterboxed(letterboxed)
+        _, on_input, _, _ = reference(name, task, onnx_path, conf, iou, max_det, letterboxed)
+        saved = json.loads((out_dir / f"{name}.json").read_text())
+        saved["on_letterboxed"] = on_input
+        (out_dir / f"{name}.json").write_text(json.dumps(saved) + "\n")
+    else:
         onnx_path.unlink()
     count = len(found.get("detections", found.get("obb", [])))
     print(f"{name}: {count} found, outputs {[v.shape for v in outputs.values()]}")

@@ -406,3 +406,99 @@ fn an_image_size_input_edgert_cannot_feed_is_refused_in_one_line() {
         );
     }
 }
+
+/// Column-major pixels of a COCO run-length encoding in JSON.
+fn rle_pixels(rle: &Value) -> Vec<bool> {
+    let mut bits = Vec::new();
+    for (i, c) in rle["counts"].as_array().unwrap().iter().enumerate() {
+        bits.extend(std::iter::repeat_n(i % 2 == 1, c.as_u64().unwrap() as usize));
+    }
+    bits
+}
+
+/// A segment export runs bare from its metadata: on the image Ultralytics letterboxed itself, its
+/// boxes are Ultralytics' and each mask (COCO run-length encoding over the whole image) matches
+/// Ultralytics' retina mask of the same instance at IoU ≥ 0.9 for at least 95 % of them (tract's
+/// and onnxruntime's arithmetic differ in the last bits, which moves a noisy mask's edges).
+#[test]
+fn a_segment_export_runs_bare_and_its_masks_are_ultralytics_masks() {
+    let model = detect("yolov8n_seg.onnx");
+    let image = detect("bus_letterboxed.png");
+    let reference = &reference("yolov8n_seg");
+    let confidence = reference["confidence"].to_string();
+    let (model, image) = (model.to_str().unwrap(), image.to_str().unwrap());
+    let out = edgert(&["run", "-m", model, "--input", image, "--json", "--confidence", &confidence]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("warning"), "{}", stderr(&out));
+    let line: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let found = line["prediction"]["boxes"].as_array().unwrap();
+    let reference = &reference["on_letterboxed"];
+    let (wanted, masks) =
+        (reference["detections"].as_array().unwrap(), reference["masks"].as_array().unwrap());
+    assert!(
+        wanted.len() > 10 && found.len().abs_diff(wanted.len()) * 20 <= wanted.len(),
+        "{} found",
+        found.len()
+    );
+    let mut matched = 0;
+    for (w, m) in wanted.iter().zip(masks) {
+        let theirs = rle_pixels(m);
+        let best = found
+            .iter()
+            .filter(|f| f["class_id"].as_f64() == w[5].as_f64())
+            .map(|f| {
+                assert_eq!(f["mask"]["size"], serde_json::json!([160, 224]), "{f}");
+                let ours = rle_pixels(&f["mask"]);
+                assert_eq!(ours.len(), 160 * 224, "the runs cover the image");
+                let both = ours.iter().zip(&theirs).filter(|(a, b)| **a && **b).count();
+                let either = ours.iter().zip(&theirs).filter(|(a, b)| **a || **b).count();
+                both as f64 / either.max(1) as f64
+            })
+            .fold(0.0, f64::max);
+        matched += usize::from(best >= 0.9);
+    }
+    assert!(matched * 100 >= wanted.len() * 95, "{matched} of {} masks matched", wanted.len());
+}
+
+/// `inspect` says what a segment model's boxes carry; `edgert manifest` writes it, and a manifest
+/// that asks for masks of a model without prototypes, or for two kinds at once, is refused.
+#[test]
+fn masks_keypoints_and_rotated_boxes_in_inspect_and_the_manifest() {
+    let model = detect("yolov8n_seg.onnx");
+    let out = edgert(&["inspect", "-m", model.to_str().unwrap()]);
+    assert!(stdout(&out).contains("format yolov8 with masks"), "{}", stdout(&out));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&model, dir.path().join("seg.onnx")).unwrap();
+    let written = dir.path().join("seg.toml");
+    let out = edgert(&[
+        "manifest",
+        "-m",
+        dir.path().join("seg.onnx").to_str().unwrap(),
+        "-o",
+        written.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&written).unwrap();
+    assert!(text.contains("masks = true"), "{text}");
+    let image = detect("bus_letterboxed.png");
+    let run = |manifest: &str| {
+        std::fs::write(&written, manifest).unwrap();
+        edgert(&["run", "-m", written.to_str().unwrap(), "--input", image.to_str().unwrap(), "--json"])
+    };
+    let ok = run(&text);
+    assert!(ok.status.success() && stdout(&ok).contains("\"size\":[160,224]"), "{}", stderr(&ok));
+    for (edit, wanted) in [
+        (text.replace("masks = true", "masks = true\nrotated = true"), "different models: keep one"),
+        (
+            text.replace("masks = true", "keypoints = [17, 3]"),
+            "score 1 class a box besides its keypoints; the class names are 20",
+        ),
+        (text.replace("masks = true", "keypoints = [17, 4]"), "detect.keypoints = [17, 4]"),
+        (text.replace("format = \"yolov8\"", "format = \"ssd\""), "detect.masks is for formats"),
+    ] {
+        let out = run(&edit);
+        assert_eq!(out.status.code(), Some(2), "{wanted}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(wanted) && err.trim().lines().count() == 1, "{wanted}: {err}");
+    }
+}

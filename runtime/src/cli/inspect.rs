@@ -47,7 +47,8 @@ fn text(r: &InspectReport) -> String {
             out += &format!("{kind:<10} {} {} {}\n", s.name, s.dtype, s.shape_text());
         }
     }
-    let format = r.detect_format.map_or(String::new(), |f| format!(", format {f}"));
+    let carries = r.detect_carries.map_or(String::new(), |c| format!(" with {c}"));
+    let format = r.detect_format.map_or(String::new(), |f| format!(", format {f}{carries}"));
     out += &format!("task       {}{format}\n", r.task);
     out += &format!("precision  {}\n", r.precision);
     out += &format!("parameters {} ({})\n", r.parameters, weight_bytes(r));

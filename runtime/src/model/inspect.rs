@@ -39,6 +39,8 @@ pub struct InspectReport {
     pub task: &'static str,
     /// For `detect`: the output format recognised or declared (`yolov8`, `end2end`, ...).
     pub detect_format: Option<&'static str>,
+    /// For `detect`: what each box carries besides its class: `masks`, `keypoints` or `rotated`.
+    pub detect_carries: Option<&'static str>,
     /// For a bare model: what edgert assumed or could not decode.
     pub notes: Vec<String>,
 }
@@ -129,13 +131,14 @@ pub fn inspect(model: &Model) -> Result<InspectReport> {
             element_count(t) * element_bytes(t.data_type);
     }
     let weights = Weights::new(path, graph);
-    let detect_format = match &model.manifest.task {
-        crate::model::TaskSpec::Detect(spec) => Some(spec.format.name()),
-        _ => None,
+    let (detect_format, detect_carries) = match &model.manifest.task {
+        crate::model::TaskSpec::Detect(spec) => (Some(spec.format.name()), spec.carries()),
+        _ => (None, None),
     };
     Ok(InspectReport {
         task: model.manifest.task.kind().name(),
         detect_format,
+        detect_carries,
         notes: model.notes.clone(),
         schema: SCHEMA,
         path: model.source_path().display().to_string(),

@@ -452,6 +452,17 @@ impl DetectSpec {
         }
     }
 
+    /// What each box carries besides its class, as the manifest's key names it.
+    pub fn carries(&self) -> Option<&'static str> {
+        if self.masks {
+            Some("masks")
+        } else if self.keypoints.is_some() {
+            Some("keypoints")
+        } else {
+            self.rotated.then_some("rotated")
+        }
+    }
+
     /// How many values each box carries after its classes: mask coefficients (`masks`, as many as
     /// the prototypes have channels), keypoint values or an angle.
     pub fn extra_values(&self, mask_coefficients: usize) -> usize {

@@ -130,6 +130,19 @@ pub fn commented(m: &Manifest, notes: &[String]) -> String {
                     let _ = writeln!(t, "{key} = {v}");
                 }
             }
+            if d.masks {
+                let _ = writeln!(t, "# Instance masks from the prototypes output.\nmasks = true");
+            }
+            if let Some([count, values]) = d.keypoints {
+                let _ = writeln!(
+                    t,
+                    "# Keypoints per box: [count, values each].\nkeypoints = [{count}, {values}]"
+                );
+            }
+            if d.rotated {
+                let _ =
+                    writeln!(t, "# Rotated boxes: an angle in radians after the classes.\nrotated = true");
+            }
         }
         TaskSpec::Raw => {}
     }

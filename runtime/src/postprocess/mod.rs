@@ -114,7 +114,19 @@ impl Postprocessor {
                         _ => o.clone(),
                     })
                     .collect();
-                Stage::Detect(detect::Decoder::new(spec, &known, (h, w)).map_err(bad)?)
+                let decoder = detect::Decoder::new(spec, &known, (h, w)).map_err(bad)?;
+                // Names that do not fit the outputs mean they are read wrongly, or named wrongly.
+                if let (Some(classes), Some(labels)) = (decoder.classes(), &model.labels) {
+                    if classes != labels.len() {
+                        let carried = spec.carries().map_or(String::new(), |c| format!(" besides its {c}"));
+                        let plural = if classes == 1 { "" } else { "es" };
+                        return Err(bad(format!(
+                            "the outputs score {classes} class{plural} a box{carried}; the class names are {}",
+                            labels.len()
+                        )));
+                    }
+                }
+                Stage::Detect(decoder)
             }
             TaskSpec::Raw => Stage::Raw,
         };
