@@ -1,5 +1,6 @@
 //! An RGB image to draw on, and the few shapes annotation needs: filled and outlined rectangles,
-//! translucent panels, and text in an 8x8 bitmap font drawn at an integer scale.
+//! translucent panels, thick lines, discs, and text in an 8x8 bitmap font drawn at an integer
+//! scale.
 
 use font8x8::legacy::BASIC_LEGACY;
 
@@ -64,6 +65,41 @@ impl Canvas {
         self.fill(x0, y1 - t, x1, y1, colour);
         self.fill(x0, y0, x0 + t, y1, colour);
         self.fill(x1 - t, y0, x1, y1, colour);
+    }
+
+    /// A line from (x0, y0) to (x1, y1), `thickness` pixels across: a run that wide across the
+    /// line at each pixel along its longer axis.
+    pub fn line(&mut self, (x0, y0): (f32, f32), (x1, y1): (f32, f32), thickness: i64, colour: Rgb) {
+        if ![x0, y0, x1, y1].iter().all(|v| v.is_finite()) {
+            return;
+        }
+        let t = thickness.max(1);
+        let (before, after) = (t / 2, t - t / 2);
+        let (dx, dy) = (x1 - x0, y1 - y0);
+        // At most one step per pixel of the canvas along the longer axis.
+        let limit = self.width.max(self.height) as f32 * 2.0;
+        let steps = dx.abs().max(dy.abs()).ceil().min(limit) as i64;
+        for i in 0..=steps {
+            let f = if steps == 0 { 0.0 } else { i as f32 / steps as f32 };
+            let (x, y) = ((x0 + dx * f).round() as i64, (y0 + dy * f).round() as i64);
+            if dx.abs() >= dy.abs() {
+                self.fill(x, y - before, x + 1, y + after, colour);
+            } else {
+                self.fill(x - before, y, x + after, y + 1, colour);
+            }
+        }
+    }
+
+    /// A filled disc of `radius` pixels centred on (x, y).
+    pub fn disc(&mut self, (x, y): (f32, f32), radius: i64, colour: Rgb) {
+        if !(x.is_finite() && y.is_finite()) {
+            return;
+        }
+        let (cx, cy, r) = (x.round() as i64, y.round() as i64, radius.max(1));
+        for dy in -r..=r {
+            let half = ((r * r - dy * dy) as f64).sqrt().round() as i64;
+            self.fill(cx - half, cy + dy, cx + half + 1, cy + dy + 1, colour);
+        }
     }
 
     /// Text with its top-left corner at (x, y), each font pixel `scale` pixels square. Characters

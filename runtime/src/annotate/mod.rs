@@ -1,5 +1,7 @@
-//! What the model saw, drawn on the frame: boxes with class and score for detectors, the top
-//! classes for classifiers, and an overlay of frame number, rate and latency tails for every task.
+//! What the model saw, drawn on the frame: boxes with class and score for detectors (with their
+//! translucent masks, keypoints and skeletons, or rotated boxes, where the model gives them), the
+//! top classes for classifiers, and an overlay of frame number, rate and latency tails for every
+//! task.
 
 pub mod canvas;
 pub mod palette;
@@ -8,7 +10,8 @@ pub mod rgb;
 use canvas::{text_width, Canvas, GLYPH};
 use palette::{class_colour, ink_on};
 
-use crate::postprocess::Prediction;
+use crate::postprocess::keypoints::COCO_SKELETON;
+use crate::postprocess::{Detection, Prediction};
 
 /// The overlay's figures: the live ones over the last second, power where a sensor is read.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -26,6 +29,10 @@ const TOP_K: usize = 5;
 
 const PANEL: [u8; 3] = [0, 0, 0];
 const WHITE: [u8; 3] = [255, 255, 255];
+/// How much of a mask's class colour covers the frame under it, of 256.
+const MASK_ALPHA: u16 = 128;
+/// Keypoints less sure than this are not drawn, nor the limbs that join them (Ultralytics' 0.5).
+const KEYPOINT_CONFIDENCE: f32 = 0.5;
 
 /// Sizes that read the same on a 480p and a 4K frame: font pixels and box edges grow with height.
 #[derive(Debug, Clone, Copy)]
@@ -50,10 +57,28 @@ pub fn annotate(canvas: &mut Canvas, prediction: &Prediction, overlay: &Overlay)
     let below_panel = draw_overlay(canvas, overlay, style);
     match prediction {
         Prediction::Boxes(detections) => {
+            // Masks first, so that every box and label lies on top of them.
+            for d in detections {
+                if let Some(mask) = &d.mask {
+                    let colour = class_colour(d.class_id);
+                    mask.for_each_run(|x, y0, y1| {
+                        canvas.blend(x as i64, y0 as i64, x as i64 + 1, y1 as i64, colour, MASK_ALPHA)
+                    });
+                }
+            }
             for d in detections {
                 let colour = class_colour(d.class_id);
                 let [x0, y0, x1, y1] = d.bbox.map(|v| if v.is_finite() { v.round() as i64 } else { 0 });
-                canvas.outline(x0, y0, x1, y1, style.thickness, colour);
+                match &d.rotated {
+                    Some(turned) => {
+                        for (i, &a) in turned.corners.iter().enumerate() {
+                            let b = turned.corners[(i + 1) % 4];
+                            canvas.line((a[0], a[1]), (b[0], b[1]), style.thickness, colour);
+                        }
+                    }
+                    None => canvas.outline(x0, y0, x1, y1, style.thickness, colour),
+                }
+                skeleton(canvas, d, colour, style);
                 let label = format!("{} {:.2}", d.label, d.score);
                 // Above the box where there is room, else just inside its top edge; moved left
                 // where it would run off the frame.
@@ -71,6 +96,24 @@ pub fn annotate(canvas: &mut Canvas, prediction: &Prediction, overlay: &Overlay)
             }
         }
         Prediction::Raw(_) => {}
+    }
+}
+
+/// A detection's keypoints as discs, joined as COCO's skeleton where there are its 17; points
+/// less sure than `KEYPOINT_CONFIDENCE` left out.
+fn skeleton(canvas: &mut Canvas, d: &Detection, colour: [u8; 3], style: Style) {
+    let Some(keypoints) = &d.keypoints else { return };
+    let points: Vec<Option<(f32, f32)>> =
+        keypoints.points().map(|(x, y, c)| (c >= KEYPOINT_CONFIDENCE).then_some((x, y))).collect();
+    if points.len() == 17 {
+        for &(a, b) in &COCO_SKELETON {
+            if let (Some(a), Some(b)) = (points[a], points[b]) {
+                canvas.line(a, b, (style.thickness / 2).max(1), colour);
+            }
+        }
+    }
+    for point in points.into_iter().flatten() {
+        canvas.disc(point, style.thickness + 1, ink_on(colour));
     }
 }
 
@@ -147,6 +190,72 @@ mod tests {
             d([70.0, 50.0, 60.0, 40.0]),
         ];
         annotate(&mut c, &Prediction::Boxes(boxes), &Overlay::default());
+    }
+
+    /// The colour `alpha`/256 of the way from grey 128 to `colour`, as `blend` rounds it.
+    fn tinted(colour: [u8; 3], alpha: u16) -> [u8; 3] {
+        colour.map(|c| ((128 * (256 - alpha) + c as u16 * alpha) >> 8) as u8)
+    }
+
+    #[test]
+    fn a_mask_tints_its_pixels_and_no_others() {
+        use crate::postprocess::mask::Rle;
+        // 320×240, set: column 300, rows 200 to 209 (column-major runs), clear of the overlay.
+        let rle = Rle { size: [240, 320], counts: vec![300 * 240 + 200, 10, 240 * 320 - 300 * 240 - 210] };
+        let d =
+            Detection { class_id: 2, bbox: [0.0, 0.0, 1.0, 1.0], mask: Some(rle), ..Detection::default() };
+        let mut c = grey(320, 240);
+        annotate(&mut c, &Prediction::Boxes(vec![d]), &Overlay::default());
+        let colour = class_colour(2);
+        for y in 200..210 {
+            assert_eq!(c.pixel(300, y), tinted(colour, MASK_ALPHA), "row {y}");
+        }
+        for (x, y) in [(300, 199), (300, 210), (299, 205), (301, 205)] {
+            assert_eq!(c.pixel(x, y), [128; 3], "{x},{y} is not the mask's");
+        }
+    }
+
+    #[test]
+    fn keypoints_are_discs_joined_as_the_skeleton_and_unsure_ones_left_out() {
+        use crate::postprocess::keypoints::Keypoints;
+        // 17 points on a row 10 pixels apart; the nose (0) unsure.
+        let mut flat = Vec::new();
+        for k in 0..17 {
+            flat.extend([20.0 + 10.0 * k as f32, 100.0, if k == 0 { 0.2 } else { 0.9 }]);
+        }
+        let d = Detection {
+            class_id: 0,
+            bbox: [0.0, 0.0, 1.0, 1.0],
+            keypoints: Some(Keypoints { values: 3, flat }),
+            ..Detection::default()
+        };
+        let mut c = grey(320, 240);
+        annotate(&mut c, &Prediction::Boxes(vec![d]), &Overlay::default());
+        let colour = class_colour(0);
+        // Point 5 and its disc; the limb 5–6 between them; nothing where the nose is.
+        assert_eq!(c.pixel(70, 100), ink_on(colour));
+        assert_eq!(c.pixel(75, 100), colour, "the limb from 5 to 6");
+        assert_eq!(c.pixel(20, 100), [128; 3], "an unsure point is not drawn");
+        assert_eq!(c.pixel(70, 120), [128; 3]);
+    }
+
+    #[test]
+    fn a_rotated_box_is_its_four_edges() {
+        use crate::postprocess::rotated::RotatedBox;
+        let turned = RotatedBox::new([100.0, 100.0, 80.0, 40.0, std::f32::consts::FRAC_PI_4]);
+        let d =
+            Detection { class_id: 3, bbox: turned.bounds(), rotated: Some(turned), ..Detection::default() };
+        let mut c = grey(320, 240);
+        annotate(&mut c, &Prediction::Boxes(vec![d]), &Overlay::default());
+        let colour = class_colour(3);
+        for corner in turned.corners {
+            let (x, y) = (corner[0].round() as usize, corner[1].round() as usize);
+            assert_eq!(c.pixel(x, y), colour, "corner {corner:?}");
+        }
+        assert_eq!(c.pixel(100, 100), [128; 3], "the inside is untouched");
+        // The upright box around it is not drawn: its corner lies off the rotated edges.
+        let [x0, y0, _, _] = turned.bounds();
+        assert_eq!(c.pixel(x0.round() as usize + 1, y0.round() as usize + 1), [128; 3]);
     }
 
     #[test]
