@@ -502,3 +502,58 @@ fn masks_keypoints_and_rotated_boxes_in_inspect_and_the_manifest() {
         assert!(err.contains(wanted) && err.trim().lines().count() == 1, "{wanted}: {err}");
     }
 }
+
+/// An Ultralytics semantic export runs bare: a class for every pixel of the photo, each class's
+/// share of it; `edgert manifest` writes the task, and a threshold that is not a number is refused.
+#[test]
+fn a_semantic_export_runs_bare_and_gives_each_class_its_share() {
+    let model = detect("yolo26n_sem.onnx");
+    let bus = image("bus.jpg");
+    let out = edgert(&["run", "-m", model.to_str().unwrap(), "--input", bus.to_str().unwrap(), "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let line: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    let map = &line["prediction"]["semantic"];
+    assert_eq!(map["size"], serde_json::json!([1080, 810]), "{line}");
+    let shares = map["shares"].as_array().unwrap();
+    let total: f64 = shares.iter().map(|s| s["share"].as_f64().unwrap()).sum();
+    assert!(shares.len() > 1 && (total - 1.0).abs() < 1e-3, "{shares:?}");
+    assert!(
+        shares.iter().all(|s| s["label"].as_str().unwrap().starts_with("class")),
+        "names from the metadata"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::copy(&model, dir.path().join("sem.onnx")).unwrap();
+    let written = dir.path().join("sem.toml");
+    let out = edgert(&[
+        "manifest",
+        "-m",
+        dir.path().join("sem.onnx").to_str().unwrap(),
+        "-o",
+        written.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = std::fs::read_to_string(&written).unwrap();
+    assert!(text.contains("task = \"semantic\"") && text.contains("[semantic]"), "{text}");
+    std::fs::write(&written, text.replace("threshold = 0.0", "threshold = nan")).unwrap();
+    let out = edgert(&["run", "-m", written.to_str().unwrap(), "--input", bus.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("semantic.threshold = NaN is not a number"), "{}", stderr(&out));
+    // A detector read as a segmenter: its one output is no class map.
+    let yolo = detect("yolov8n.onnx");
+    let out = edgert(&[
+        "run",
+        "-m",
+        yolo.to_str().unwrap(),
+        "--input",
+        bus.to_str().unwrap(),
+        "--task",
+        "semantic",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("class ids, which are integers; 'output0' is f32 [1, 24, 735]"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -11,6 +11,7 @@ use canvas::{text_width, Canvas, GLYPH};
 use palette::{class_colour, ink_on};
 
 use crate::postprocess::keypoints::COCO_SKELETON;
+use crate::postprocess::semantic::{SemanticMap, NO_CLASS};
 use crate::postprocess::{Detection, Prediction};
 
 /// The overlay's figures: the live ones over the last second, power where a sensor is read.
@@ -29,7 +30,7 @@ const TOP_K: usize = 5;
 
 const PANEL: [u8; 3] = [0, 0, 0];
 const WHITE: [u8; 3] = [255, 255, 255];
-/// How much of a mask's class colour covers the frame under it, of 256.
+/// How much of a mask's (or a semantic map's) class colour covers the frame under it, of 256.
 const MASK_ALPHA: u16 = 128;
 /// Keypoints less sure than this are not drawn, nor the limbs that join them (Ultralytics' 0.5).
 const KEYPOINT_CONFIDENCE: f32 = 0.5;
@@ -95,7 +96,33 @@ pub fn annotate(canvas: &mut Canvas, prediction: &Prediction, overlay: &Overlay)
                 label_bar(canvas, 0, top, &label, class_colour(c.class_id), style);
             }
         }
+        Prediction::Semantic(map) => {
+            semantic_overlay(canvas, map);
+            for (i, c) in map.shares.iter().take(TOP_K).enumerate() {
+                let label = format!("{:.0}% {}", c.share * 100.0, c.label);
+                let top = below_panel + i as i64 * style.row();
+                label_bar(canvas, 0, top, &label, class_colour(c.class_id), style);
+            }
+        }
         Prediction::Raw(_) => {}
+    }
+}
+
+/// Each pixel tinted with its class's colour, where the map is the canvas's size.
+fn semantic_overlay(canvas: &mut Canvas, map: &SemanticMap) {
+    if map.size != [canvas.height, canvas.width] {
+        return;
+    }
+    let mut colours = std::collections::HashMap::new();
+    let keep = 256 - MASK_ALPHA;
+    for (px, &class) in canvas.pixels.chunks_exact_mut(3).zip(&map.classes) {
+        if class == NO_CLASS {
+            continue;
+        }
+        let colour = *colours.entry(class).or_insert_with(|| class_colour(class as usize));
+        for (c, target) in px.iter_mut().zip(colour) {
+            *c = ((*c as u16 * keep + target as u16 * MASK_ALPHA) >> 8) as u8;
+        }
     }
 }
 

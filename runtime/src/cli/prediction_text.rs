@@ -45,6 +45,11 @@ pub(super) fn prediction_text(prediction: &Prediction) -> String {
                 .collect();
             format!("{} objects: {}", boxes.len(), list.join("; "))
         }
+        Prediction::Semantic(map) => {
+            let shares: Vec<String> =
+                map.shares.iter().map(|c| format!("{} {:.1} %", c.label, c.share * 100.0)).collect();
+            format!("{} classes in {}×{}: {}", map.shares.len(), map.size[1], map.size[0], shares.join(", "))
+        }
         Prediction::Raw(outputs) => outputs
             .iter()
             .map(|o| format!("{} {:?} {:?}", o.name, o.shape, o.first_values))

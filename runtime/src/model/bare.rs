@@ -7,7 +7,7 @@ use std::path::Path;
 use super::detect_format::{self, Recognised};
 use super::manifest::{
     ChannelOrder, ClassificationSpec, DetectFormat, InputSection, Layout, Manifest, ModelSection,
-    PreprocessSpec, ResizeMode, Task, TaskSpec,
+    PreprocessSpec, ResizeMode, SemanticSpec, Task, TaskSpec,
 };
 use super::ultralytics::UltralyticsMeta;
 use crate::frame::MAX_SIDE;
@@ -96,6 +96,11 @@ pub fn describe(
                 spec.iou = 0.7;
             }
             (TaskSpec::Detect(spec), preprocess)
+        }
+        (Some(Task::Semantic), _) | (None, Some("semantic")) => {
+            let preprocess =
+                if meta.is_some() { ultralytics_preprocess(false) } else { PreprocessSpec::default() };
+            (TaskSpec::Semantic(SemanticSpec::default()), preprocess)
         }
         (Some(Task::Classification), _) | (None, Some("classify")) => {
             (TaskSpec::Classification(ClassificationSpec::default()), PreprocessSpec::default())

@@ -32,6 +32,7 @@ struct ManifestFile {
     classification: Option<ClassificationSpec>,
     yolo: Option<YoloSpec>,
     detect: Option<DetectSpec>,
+    semantic: Option<SemanticSpec>,
 }
 
 #[derive(Deserialize)]
@@ -53,6 +54,7 @@ impl TryFrom<ManifestFile> for Manifest {
             ("classification", f.classification.is_some(), Task::Classification),
             ("yolo", f.yolo.is_some(), Task::Yolo),
             ("detect", f.detect.is_some(), Task::Detect),
+            ("semantic", f.semantic.is_some(), Task::Semantic),
         ];
         if let Some((name, _, _)) = sections.iter().find(|(_, given, task)| *given && *task != kind) {
             return Err(format!(
@@ -68,6 +70,7 @@ impl TryFrom<ManifestFile> for Manifest {
             Task::Detect => {
                 TaskSpec::Detect(f.detect.ok_or("task 'detect' needs a [detect] section with its `format`")?)
             }
+            Task::Semantic => TaskSpec::Semantic(f.semantic.unwrap_or_default()),
             Task::Raw => TaskSpec::Raw,
         };
         if f.model.labels.is_some() && f.model.names.is_some() {
@@ -104,8 +107,10 @@ pub enum Task {
     /// Darknet YOLO (v3, v4) anchor head maps: boxes after decoding and NMS.
     Yolo,
     /// Detector outputs of a known format (YOLOv5 to YOLO26, RT-DETR, SSD, NMS plugins,
-    /// DetectNet_v2): boxes.
+    /// DetectNet_v2): boxes, with masks, keypoints or rotated boxes where the model gives them.
     Detect,
+    /// Scores per class and pixel, or a map of class ids: a class for every pixel.
+    Semantic,
     /// Output tensors as they are.
     Raw,
 }
@@ -116,6 +121,7 @@ impl Task {
             Task::Classification => "classification",
             Task::Yolo => "yolo",
             Task::Detect => "detect",
+            Task::Semantic => "semantic",
             Task::Raw => "raw",
         }
     }
@@ -127,6 +133,7 @@ pub enum TaskSpec {
     Classification(ClassificationSpec),
     Yolo(YoloSpec),
     Detect(DetectSpec),
+    Semantic(SemanticSpec),
     Raw,
 }
 
@@ -136,6 +143,7 @@ impl TaskSpec {
             TaskSpec::Classification(_) => Task::Classification,
             TaskSpec::Yolo(_) => Task::Yolo,
             TaskSpec::Detect(_) => Task::Detect,
+            TaskSpec::Semantic(_) => Task::Semantic,
             TaskSpec::Raw => Task::Raw,
         }
     }
@@ -284,6 +292,16 @@ impl Default for ClassificationSpec {
     fn default() -> Self {
         ClassificationSpec { softmax: true, top_k: default_top_k() }
     }
+}
+
+/// `[semantic]`: how a class is chosen for each pixel.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SemanticSpec {
+    /// A model with one score a pixel: the score above which a pixel is the foreground (class 1).
+    /// 0 for logits (the default), 0.5 for probabilities.
+    #[serde(default)]
+    pub threshold: f32,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -643,7 +661,10 @@ impl Manifest {
             TaskSpec::Classification(c) if c.top_k == 0 => {
                 Err("classification.top_k must be at least 1".into())
             }
-            TaskSpec::Classification(_) | TaskSpec::Raw => Ok(()),
+            TaskSpec::Semantic(s) if !s.threshold.is_finite() => {
+                Err(format!("semantic.threshold = {} is not a number", short(s.threshold)))
+            }
+            TaskSpec::Classification(_) | TaskSpec::Semantic(_) | TaskSpec::Raw => Ok(()),
         };
         task.map_err(|reason| Error::manifest(path, reason))
     }

@@ -144,6 +144,13 @@ pub fn commented(m: &Manifest, notes: &[String]) -> String {
                     writeln!(t, "# Rotated boxes: an angle in radians after the classes.\nrotated = true");
             }
         }
+        TaskSpec::Semantic(s) => {
+            let _ = writeln!(
+                t,
+                "\n[semantic]\n# One score a pixel: the foreground above it (0 for logits, 0.5 for probabilities).\nthreshold = {:?}",
+                s.threshold
+            );
+        }
         TaskSpec::Raw => {}
     }
     t

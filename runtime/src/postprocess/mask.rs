@@ -8,6 +8,7 @@
 
 use serde::Serialize;
 
+use super::resample::{upsampling, window, Axis};
 use crate::preprocess::Geometry;
 use crate::tensor::{HostTensor, TensorSpec};
 
@@ -102,15 +103,20 @@ impl Prototypes {
         }
     }
 
-    /// The mask of one instance in source pixels, `bbox` its box there; none where no pixel is
-    /// set (Ultralytics drops such instances). `scratch` is reused between instances.
+    /// Batch item `item`'s prototypes.
+    pub fn of<'a>(&self, outputs: &'a [HostTensor], item: usize) -> &'a [f32] {
+        outputs[self.index].item(item)
+    }
+
+    /// The mask of one instance in source pixels, `bbox` its box there, from the prototypes of its
+    /// batch item (`of`); none where no pixel is set (Ultralytics drops such instances). `scratch`
+    /// is reused between instances.
     pub fn mask(
         &self,
-        outputs: &[HostTensor],
-        item: usize,
+        protos: &[f32],
         coefficients: &[f32],
         bbox: [f32; 4],
-        (input_h, input_w): (usize, usize),
+        input: (usize, usize),
         geometry: &Geometry,
         scratch: &mut Scratch,
     ) -> Option<Rle> {
@@ -127,27 +133,13 @@ impl Prototypes {
             return None;
         }
         // Each source column's and row's prototype cells.
-        let x = Axis {
-            scale: geometry.scale_x,
-            offset: geometry.offset_x,
-            source: sw,
-            input: input_w,
-            cells: self.width,
-        };
-        let y = Axis {
-            scale: geometry.scale_y,
-            offset: geometry.offset_y,
-            source: sh,
-            input: input_h,
-            cells: self.height,
-        };
-        let upsample = upsampling(x, y);
-        let (columns, rows) = (x.taps(x0..x1, upsample), y.taps(y0..y1, upsample));
+        let (x, y) = Axis::pair(geometry, input, (self.height, self.width));
+        let f = upsampling(x, y);
+        let (columns, rows) = (x.taps(x0..x1, f * self.width), y.taps(y0..y1, f * self.height));
         let (c0, c1) = window(&columns);
         let (r0, r1) = window(&rows);
         // The instance's logits over the prototypes its box reads.
         let cw = c1 - c0;
-        let protos = outputs[self.index].item(item);
         let plane = self.height * self.width;
         scratch.logits.clear();
         scratch.logits.resize(cw * (r1 - r0), 0.0);
@@ -166,18 +158,10 @@ impl Prototypes {
         scratch.row.resize(cw, 0.0);
         let mut any = false;
         for (y, tap) in rows.iter().enumerate() {
-            scratch.row.fill(0.0);
-            for (&cell, &weight) in tap.cells.iter().zip(&tap.weights) {
-                let logits = &scratch.logits[(cell - r0) * cw..(cell - r0 + 1) * cw];
-                for (v, &l) in scratch.row.iter_mut().zip(logits) {
-                    *v += weight * l;
-                }
-            }
+            tap.rows(&scratch.logits, r0, &mut scratch.row);
             let bits = &mut scratch.bits[y * w..(y + 1) * w];
             for (bit, tap) in bits.iter_mut().zip(&columns) {
-                let value: f32 =
-                    tap.cells.iter().zip(&tap.weights).map(|(&c, &w)| w * scratch.row[c - c0]).sum();
-                *bit = value > 0.0;
+                *bit = tap.value(&scratch.row, c0) > 0.0;
                 any |= *bit;
             }
         }
@@ -210,82 +194,6 @@ pub struct Scratch {
     logits: Vec<f32>,
     row: Vec<f32>,
     bits: Vec<bool>,
-}
-
-/// A source pixel's prototype cells along one axis and their weights.
-#[derive(Debug, Clone, Copy)]
-struct Tap {
-    cells: [usize; 4],
-    weights: [f32; 4],
-}
-
-/// One axis of the resamplings: the geometry's `scale` (input pixels a source pixel) and `offset`
-/// (where the content starts in the input), and the sizes of source, input and prototypes.
-#[derive(Debug, Clone, Copy)]
-struct Axis {
-    scale: f32,
-    offset: f32,
-    source: usize,
-    input: usize,
-    cells: usize,
-}
-
-impl Axis {
-    /// The content's size and first cell on prototypes upsampled `f` times.
-    fn content(&self, f: usize) -> (usize, f32) {
-        let per_input = (f * self.cells) as f32 / self.input as f32;
-        let size = ((self.source as f32 * self.scale * per_input).round() as usize).max(1);
-        (size, (self.offset * per_input - 0.1).round())
-    }
-
-    /// For each source pixel in `pixels`: the cells of the content (upsampled `f` times) it reads,
-    /// and the prototype cells each of those reads.
-    fn taps(&self, pixels: std::ops::Range<usize>, f: usize) -> Vec<Tap> {
-        let (content, first) = self.content(f);
-        let upsampled = f * self.cells;
-        let cell = |i: usize| (first as i64 + i as i64).clamp(0, upsampled as i64 - 1) as usize;
-        let ratio = content as f32 / self.source as f32;
-        let down = 1.0 / f as f32;
-        pixels
-            .map(|p| {
-                let (i0, i1, l) = bilinear(p, ratio, content);
-                let (a0, a1, m0) = bilinear(cell(i0), down, self.cells);
-                let (b0, b1, m1) = bilinear(cell(i1), down, self.cells);
-                Tap {
-                    cells: [a0, a1, b0, b1],
-                    weights: [(1.0 - l) * (1.0 - m0), (1.0 - l) * m0, l * (1.0 - m1), l * m1],
-                }
-            })
-            .collect()
-    }
-}
-
-/// How many times Ultralytics upsamples the prototypes before cropping the content: the least of
-/// 1, 2, 4 (up to the input's size) at which the padding on both axes falls on whole cells.
-fn upsampling(x: Axis, y: Axis) -> usize {
-    let whole = |a: Axis, f: usize| {
-        let per_input = (f * a.cells) as f32 / a.input as f32;
-        let padding = (a.input as f32 - (a.source as f32 * a.scale).round()) * per_input;
-        let fits = |v: f32| (v - v.round()).abs() < 1e-3;
-        fits(a.offset * per_input) && fits(padding)
-    };
-    [1, 2, 4].into_iter().find(|&f| f * x.cells >= x.input || (whole(x, f) && whole(y, f))).unwrap_or(4)
-}
-
-/// Bilinear interpolation from `from` values to a grid `1 / ratio` times as fine, without
-/// corner alignment (as `torch.nn.functional.interpolate` does it): the two values position `at`
-/// reads and the second's weight.
-fn bilinear(at: usize, ratio: f32, from: usize) -> (usize, usize, f32) {
-    let real = ((at as f32 + 0.5) * ratio - 0.5).max(0.0);
-    let low = (real.floor() as usize).min(from - 1);
-    (low, (low + 1).min(from - 1), real - low as f32)
-}
-
-/// The cells `taps` read: first and one past the last.
-fn window(taps: &[Tap]) -> (usize, usize) {
-    let low = taps.iter().flat_map(|t| t.cells).min().unwrap_or(0);
-    let high = taps.iter().flat_map(|t| t.cells).max().unwrap_or(0);
-    (low, high + 1)
 }
 
 #[cfg(test)]
@@ -327,8 +235,7 @@ mod tests {
             offset_y: 0.0,
         };
         let mut scratch = Scratch::default();
-        let rle =
-            p.mask(&[protos.clone()], 0, &[1.0], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch).unwrap();
+        let rle = p.mask(&protos.data, &[1.0], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch).unwrap();
         // Logits fall from 1 to -1 between source columns 2 and 5: zero at the middle, x = 4.
         let bits = bitmap(&rle);
         for y in 0..8 {
@@ -336,22 +243,16 @@ mod tests {
             assert_eq!(row, [true, true, true, true, false, false, false, false], "row {y}");
         }
         // Cropped to a box from x 1.5 to 3, y 2 to 4.5: column 2 of rows 2 to 4.
-        let rle =
-            p.mask(&[protos.clone()], 0, &[1.0], [1.5, 2.0, 3.0, 4.5], (4, 4), &g, &mut scratch).unwrap();
+        let rle = p.mask(&protos.data, &[1.0], [1.5, 2.0, 3.0, 4.5], (4, 4), &g, &mut scratch).unwrap();
         let bits = bitmap(&rle);
         let set: Vec<(usize, usize)> = (0..64).filter(|&i| bits[i]).map(|i| (i % 8, i / 8)).collect();
         assert_eq!(set, [(2, 2), (2, 3), (2, 4)]);
         // A negative coefficient sets the other side; nothing set is no mask.
-        let rle =
-            p.mask(&[protos.clone()], 0, &[-1.0], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch).unwrap();
+        let rle = p.mask(&protos.data, &[-1.0], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch).unwrap();
         assert_eq!(rle.area(), 32);
-        assert!(p
-            .mask(&[protos.clone()], 0, &[0.0], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch)
-            .is_none());
-        assert!(p
-            .mask(&[protos.clone()], 0, &[f32::NAN], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch)
-            .is_none());
-        assert!(p.mask(&[protos], 0, &[1.0], [3.0, 3.0, 3.0, 9.0], (4, 4), &g, &mut scratch).is_none());
+        assert!(p.mask(&protos.data, &[0.0], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch).is_none());
+        assert!(p.mask(&protos.data, &[f32::NAN], [0.0, 0.0, 8.0, 8.0], (4, 4), &g, &mut scratch).is_none());
+        assert!(p.mask(&protos.data, &[1.0], [3.0, 3.0, 3.0, 9.0], (4, 4), &g, &mut scratch).is_none());
     }
 
     #[test]
@@ -362,7 +263,7 @@ mod tests {
         assert!(
             Prototypes::find(&[boxes.clone(), spec(vec![Some(1), Some(32), Some(160), Some(160)])]).is_ok()
         );
-        let none = Prototypes::find(&[boxes.clone()]).unwrap_err();
+        let none = Prototypes::find(std::slice::from_ref(&boxes)).unwrap_err();
         assert!(none.contains("one prototypes output"), "{none}");
         let dynamic = Prototypes::find(&[boxes, spec(vec![Some(1), Some(32), None, None])]).unwrap_err();
         assert!(dynamic.contains("fixed sizes"), "{dynamic}");

@@ -1,11 +1,16 @@
-//! Turning output tensors into answers: classes, boxes, or raw tensors, by the manifest's task.
+//! Turning output tensors into answers: classes, boxes, a class per pixel, or raw tensors, by the
+//! manifest's task.
 
 pub mod classify;
 pub mod detect;
+#[cfg(test)]
+mod fixtures;
 pub mod keypoints;
 pub mod mask;
 pub mod nms;
+pub mod resample;
 pub mod rotated;
+pub mod semantic;
 pub mod yolo;
 
 use serde::Serialize;
@@ -54,6 +59,7 @@ pub struct RawOutput {
 pub enum Prediction {
     Classes(Vec<ClassScore>),
     Boxes(Vec<Detection>),
+    Semantic(semantic::SemanticMap),
     Raw(Vec<RawOutput>),
 }
 
@@ -64,6 +70,33 @@ impl Prediction {
             Prediction::Classes(c) => c.first().map(|c| c.class_id),
             _ => None,
         }
+    }
+}
+
+/// The outputs' shapes as the backend says them, or, where it cannot before it runs (ONNX Runtime,
+/// for some graphs), as the file declares them.
+fn declared(model: &Model, outputs: &[TensorSpec]) -> Vec<TensorSpec> {
+    outputs
+        .iter()
+        .map(|o| match model.outputs.iter().find(|d| d.name == o.name) {
+            Some(declared) if o.shape.is_empty() => declared.clone(),
+            _ => o.clone(),
+        })
+        .collect()
+}
+
+/// Class names that do not fit the outputs mean they are read wrongly, or named wrongly; `per`
+/// says what is scored (" a box", " a pixel").
+fn names_fit(model: &Model, classes: Option<usize>, per: &str) -> std::result::Result<(), String> {
+    match (classes, &model.labels) {
+        (Some(classes), Some(labels)) if classes != labels.len() => {
+            let plural = if classes == 1 { "" } else { "es" };
+            Err(format!(
+                "the outputs score {classes} class{plural}{per}; the class names are {}",
+                labels.len()
+            ))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -82,6 +115,7 @@ enum Stage {
         input_size: (usize, usize),
     },
     Detect(detect::Decoder),
+    Semantic(semantic::Segmenter),
     Raw,
 }
 
@@ -105,28 +139,22 @@ impl Postprocessor {
                 Stage::Yolo { head_outputs, input_size: (h, w) }
             }
             TaskSpec::Detect(spec) => {
-                // A backend that cannot say an output's shape before it runs (ONNX Runtime, for
-                // some graphs) leaves it to what the file declares.
-                let known: Vec<TensorSpec> = outputs
-                    .iter()
-                    .map(|o| match model.outputs.iter().find(|d| d.name == o.name) {
-                        Some(declared) if o.shape.is_empty() => declared.clone(),
-                        _ => o.clone(),
-                    })
-                    .collect();
+                let known = declared(model, outputs);
                 let decoder = detect::Decoder::new(spec, &known, (h, w)).map_err(bad)?;
-                // Names that do not fit the outputs mean they are read wrongly, or named wrongly.
-                if let (Some(classes), Some(labels)) = (decoder.classes(), &model.labels) {
-                    if classes != labels.len() {
-                        let carried = spec.carries().map_or(String::new(), |c| format!(" besides its {c}"));
-                        let plural = if classes == 1 { "" } else { "es" };
-                        return Err(bad(format!(
-                            "the outputs score {classes} class{plural} a box{carried}; the class names are {}",
-                            labels.len()
-                        )));
-                    }
-                }
+                let carried = spec.carries().map_or(String::new(), |c| format!(" a box besides its {c}"));
+                names_fit(
+                    model,
+                    decoder.classes(),
+                    &if carried.is_empty() { " a box".into() } else { carried },
+                )
+                .map_err(bad)?;
                 Stage::Detect(decoder)
+            }
+            TaskSpec::Semantic(spec) => {
+                let known = declared(model, outputs);
+                let segmenter = semantic::Segmenter::new(&known, spec.threshold).map_err(bad)?;
+                names_fit(model, segmenter.classes(), " a pixel").map_err(bad)?;
+                Stage::Semantic(segmenter)
             }
             TaskSpec::Raw => Stage::Raw,
         };
@@ -165,6 +193,16 @@ impl Postprocessor {
                 match geometry.or(identity.as_ref()) {
                     Some(g) => Prediction::Boxes(decoder.decode(outputs, item, g, |c| model.label(c))),
                     None => self.raw(outputs, item),
+                }
+            }
+            (Stage::Semantic(segmenter), _, geometry) => {
+                let image = model.manifest.image_geometry();
+                let identity = image.map(|(h, w, _)| Geometry::identity(w, h));
+                match (geometry.or(identity.as_ref()), image) {
+                    (Some(g), Some((h, w, _))) => {
+                        Prediction::Semantic(segmenter.decode(outputs, item, (h, w), g, |c| model.label(c)))
+                    }
+                    _ => self.raw(outputs, item),
                 }
             }
             _ => self.raw(outputs, item),

@@ -174,8 +174,7 @@ impl Decoder {
                 Carried::Nothing => {}
                 Carried::Masks(protos) => {
                     let mask = protos.mask(
-                        outputs,
-                        item,
+                        protos.of(outputs, item),
                         &values(c.row),
                         d.bbox,
                         self.input_size,
