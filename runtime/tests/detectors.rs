@@ -557,3 +557,51 @@ fn a_semantic_export_runs_bare_and_gives_each_class_its_share() {
         stderr(&out)
     );
 }
+
+/// `validate` gates a segment model by its masks: a candidate whose prototypes are negated keeps
+/// every box (a gate on boxes would pass it) and turns every mask inside out, which the mask mAP
+/// catches; the model against itself keeps all. A semantic model is gated by mean IoU.
+#[test]
+fn validate_gates_masks_and_class_maps() {
+    let dir = tempfile::tempdir().unwrap();
+    let photos = dir.path().join("photos");
+    std::fs::create_dir(&photos).unwrap();
+    for photo in ["bus.jpg", "zidane.jpg"] {
+        std::fs::copy(image(photo), photos.join(photo)).unwrap();
+    }
+    let seg = detect("yolov8n_seg.onnx");
+    let broken = dir.path().join("negated.onnx");
+    let mut proto = read_proto(&seg);
+    let graph = proto.graph.as_mut().unwrap();
+    let producer = graph.node.iter_mut().find(|n| n.output.iter().any(|o| o == "output1")).unwrap();
+    producer.output = vec!["protos".into()];
+    graph.node.push(common::graph::node("Neg", &["protos"], "output1", vec![]));
+    write_proto(&broken, &proto);
+    let validate = |reference: &Path, candidate: &Path| {
+        let json = dir.path().join("v.json");
+        let out = edgert(&[
+            "validate",
+            "--reference",
+            reference.to_str().unwrap(),
+            "--candidate",
+            candidate.to_str().unwrap(),
+            "--data",
+            photos.to_str().unwrap(),
+            "--budget",
+            "10%",
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        (
+            out.status.code(),
+            r["gate"]["metric"].as_str().unwrap().to_string(),
+            r["gate"]["value"].as_f64().unwrap(),
+        )
+    };
+    assert_eq!(validate(&seg, &seg), (Some(0), "mask_map50".into(), 1.0));
+    let (code, metric, value) = validate(&seg, &broken);
+    assert!(code == Some(3) && metric == "mask_map50" && value < 0.1, "{code:?} {metric} {value}");
+    let sem = detect("yolo26n_sem.onnx");
+    assert_eq!(validate(&sem, &sem), (Some(0), "miou".into(), 1.0));
+}

@@ -106,7 +106,16 @@ fn text(r: &ValidateReport) -> String {
         );
     }
     if let Some(map) = r.map50 {
-        out += &format!("mAP@0.5    {:.4} against the reference's boxes\n", map);
+        let matched = match r.gate.metric {
+            "mask_map50" => "masks",
+            "oks_map50" => "keypoints (OKS)",
+            "rotated_map50" => "rotated boxes",
+            _ => "boxes",
+        };
+        out += &format!("mAP@0.5    {:.4} against the reference's {matched}\n", map);
+    }
+    if let Some(miou) = r.miou {
+        out += &format!("mIoU       {:.4} against the reference's class maps\n", miou);
     }
     out += &format!(
         "outputs    cosine mean {:.6}, min {:.6}; |diff| max {:.4}, mean {:.5}\n",

@@ -28,6 +28,33 @@ impl Rle {
         self.counts.iter().skip(1).step_by(2).map(|&c| u64::from(c)).sum()
     }
 
+    /// How many pixels are set in both (of the same size).
+    pub fn intersection(&self, other: &Rle) -> u64 {
+        let set = |rle: &Rle| {
+            let mut at = 0u64;
+            let mut runs = Vec::with_capacity(rle.counts.len() / 2);
+            for (i, &c) in rle.counts.iter().enumerate() {
+                if i % 2 == 1 {
+                    runs.push((at, at + u64::from(c)));
+                }
+                at += u64::from(c);
+            }
+            runs
+        };
+        let (a, b) = (set(self), set(other));
+        let (mut i, mut j, mut both) = (0, 0, 0);
+        while i < a.len() && j < b.len() {
+            let (start, end) = (a[i].0.max(b[j].0), a[i].1.min(b[j].1));
+            both += end.saturating_sub(start);
+            if a[i].1 < b[j].1 {
+                i += 1;
+            } else {
+                j += 1;
+            }
+        }
+        both
+    }
+
     /// Each run of set pixels within one column: `(x, first row, rows past the last)`.
     pub fn for_each_run(&self, mut f: impl FnMut(usize, usize, usize)) {
         let height = self.size[0].max(1);
@@ -218,6 +245,10 @@ mod tests {
         let rle = Rle { size: [3, 2], counts: runs.counts };
         assert_eq!(rle.counts, [0, 1, 2, 2, 1]);
         assert_eq!(rle.area(), 3);
+        // Against (1, 0), (1, 1), (1, 2): two pixels in common.
+        let other = Rle { size: [3, 2], counts: vec![3, 3] };
+        assert_eq!((rle.intersection(&other), other.intersection(&rle)), (2, 2));
+        assert_eq!(rle.intersection(&rle), 3);
         assert_eq!(bitmap(&rle), [true, true, false, true, false, false]);
     }
 

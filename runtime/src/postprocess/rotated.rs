@@ -76,6 +76,11 @@ fn probiou(p: &Gaussian, q: &Gaussian) -> f64 {
     1.0 - hd
 }
 
+/// The probabilistic IoU of two rotated boxes (`xywhr`), as Ultralytics measures it.
+pub fn overlap(a: [f32; 5], b: [f32; 5]) -> f64 {
+    probiou(&Gaussian::new(a), &Gaussian::new(b))
+}
+
 /// Which of `boxes` (class, score, xywhr) Fast-NMS keeps, best first, at most `max_det`: a box
 /// goes where a better one of its class (of any class when `agnostic`) overlaps it by more than
 /// `iou`. Scores that are not numbers are never kept.

@@ -1,10 +1,105 @@
-//! mAP@IoU of candidate boxes against reference boxes taken as ground truth (VOC style:
-//! greedy matching by score, all-point interpolated precision, mean over reference classes).
+//! mAP@IoU of candidate detections against reference detections taken as ground truth (VOC
+//! style: greedy matching by score, all-point interpolated precision, mean over reference
+//! classes), their overlap measured as the task has it: boxes' IoU, masks' IoU, keypoints'
+//! similarity (OKS) or rotated boxes' probabilistic IoU.
 
 use std::collections::BTreeSet;
 
+use crate::model::manifest::DetectSpec;
 use crate::postprocess::nms::iou;
-use crate::postprocess::Detection;
+use crate::postprocess::{rotated, Detection};
+
+/// How a candidate detection overlaps a reference one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overlap {
+    Boxes,
+    Masks,
+    Keypoints,
+    Rotated,
+}
+
+/// COCO's per-keypoint spreads for a person's 17 (what Ultralytics' OKS uses); other skeletons
+/// weigh every point the same.
+const COCO_SIGMAS: [f32; 17] =
+    [0.26, 0.25, 0.25, 0.35, 0.35, 0.79, 0.79, 0.72, 0.72, 0.62, 0.62, 1.07, 1.07, 0.87, 0.87, 0.89, 0.89];
+
+/// A reference keypoint this sure is visible, and counts in OKS.
+const VISIBLE: f32 = 0.5;
+
+impl Overlap {
+    /// What a detector's boxes carry decides how they are matched.
+    pub fn of(spec: &DetectSpec) -> Overlap {
+        match spec.carries() {
+            Some("masks") => Overlap::Masks,
+            Some("keypoints") => Overlap::Keypoints,
+            Some("rotated") => Overlap::Rotated,
+            _ => Overlap::Boxes,
+        }
+    }
+
+    /// The gate metric's name.
+    pub fn metric(self) -> &'static str {
+        match self {
+            Overlap::Boxes => "map50",
+            Overlap::Masks => "mask_map50",
+            Overlap::Keypoints => "oks_map50",
+            Overlap::Rotated => "rotated_map50",
+        }
+    }
+
+    /// 0 where either side lacks what is compared.
+    fn between(self, truth: &Detection, found: &Detection) -> f32 {
+        match self {
+            Overlap::Boxes => iou(&truth.bbox, &found.bbox),
+            Overlap::Masks => match (&truth.mask, &found.mask) {
+                (Some(t), Some(f)) if t.size == f.size => {
+                    let both = t.intersection(f) as f64;
+                    let either = (t.area() + f.area()) as f64 - both;
+                    if either > 0.0 {
+                        (both / either) as f32
+                    } else {
+                        0.0
+                    }
+                }
+                _ => 0.0,
+            },
+            Overlap::Keypoints => match (&truth.keypoints, &found.keypoints) {
+                (Some(t), Some(f)) => oks(t, f, truth.bbox),
+                _ => 0.0,
+            },
+            Overlap::Rotated => match (&truth.rotated, &found.rotated) {
+                (Some(t), Some(f)) => rotated::overlap(t.xywhr, f.xywhr) as f32,
+                _ => 0.0,
+            },
+        }
+    }
+}
+
+/// Object keypoint similarity as Ultralytics computes it: each visible reference point's
+/// `exp(-d² / (2 · (2σ)² · area))`, averaged, with the area 0.53 of the reference's box.
+fn oks(
+    truth: &crate::postprocess::keypoints::Keypoints,
+    found: &crate::postprocess::keypoints::Keypoints,
+    bbox: [f32; 4],
+) -> f32 {
+    let area = (bbox[2] - bbox[0]).max(0.0) * (bbox[3] - bbox[1]).max(0.0) * 0.53;
+    let count = truth.flat.len() / truth.values.max(1);
+    let sigma = |k: usize| if count == 17 { COCO_SIGMAS[k] / 10.0 } else { 1.0 / count as f32 };
+    let (mut sum, mut visible) = (0.0f32, 0usize);
+    for (k, ((tx, ty, tc), (fx, fy, _))) in truth.points().zip(found.points()).enumerate() {
+        if tc < VISIBLE {
+            continue;
+        }
+        let d = (tx - fx).powi(2) + (ty - fy).powi(2);
+        sum += (-d / ((2.0 * sigma(k)).powi(2) * (area + 1e-9) * 2.0)).exp();
+        visible += 1;
+    }
+    if visible == 0 {
+        0.0
+    } else {
+        sum / visible as f32
+    }
+}
 
 /// Mean average precision over the classes present in `reference`; `None` when neither side has
 /// a box (nothing to compare), 0 when the candidate finds nothing the reference has.
@@ -12,6 +107,7 @@ pub fn mean_average_precision(
     reference: &[Vec<Detection>],
     candidate: &[Vec<Detection>],
     iou_threshold: f32,
+    overlap: Overlap,
 ) -> Option<f64> {
     let classes: BTreeSet<usize> = reference.iter().flatten().map(|d| d.class_id).collect();
     if classes.is_empty() {
@@ -19,7 +115,7 @@ pub fn mean_average_precision(
         return if none_found { None } else { Some(0.0) };
     }
     let aps: Vec<f64> =
-        classes.iter().map(|&c| average_precision(reference, candidate, c, iou_threshold)).collect();
+        classes.iter().map(|&c| average_precision(reference, candidate, c, iou_threshold, overlap)).collect();
     Some(aps.iter().sum::<f64>() / aps.len() as f64)
 }
 
@@ -28,6 +124,7 @@ fn average_precision(
     candidate: &[Vec<Detection>],
     class: usize,
     threshold: f32,
+    overlap: Overlap,
 ) -> f64 {
     let truth: Vec<Vec<&Detection>> =
         reference.iter().map(|boxes| boxes.iter().filter(|d| d.class_id == class).collect()).collect();
@@ -45,7 +142,7 @@ fn average_precision(
             .iter()
             .enumerate()
             .filter(|(i, _)| !matched[*image][*i])
-            .map(|(i, t)| (i, iou(&t.bbox, &d.bbox)))
+            .map(|(i, t)| (i, overlap.between(t, d)))
             .max_by(|a, b| a.1.total_cmp(&b.1));
         if let Some((i, _)) = best.filter(|(_, overlap)| *overlap >= threshold) {
             matched[*image][i] = true;
@@ -75,16 +172,16 @@ mod tests {
     #[test]
     fn identical_boxes_score_one() {
         let boxes = vec![vec![d(0, 0.9, 0.0), d(1, 0.8, 50.0)], vec![d(0, 0.7, 20.0)]];
-        assert_eq!(mean_average_precision(&boxes, &boxes, 0.5), Some(1.0));
+        assert_eq!(mean_average_precision(&boxes, &boxes, 0.5, Overlap::Boxes), Some(1.0));
     }
 
     #[test]
     fn hand_computed_precision_recall() {
         // Class 0, two true boxes in one image. Candidates by score: a hit, a miss, a hit.
-        // Points (recall, precision): (0.5, 1), (0.5, 0.5), (1, 2/3) → AP = 0.5·1 + 0.5·2/3.
+        // Points (recall, precision): (0.5, 1), (0.5, 0.5, Overlap::Boxes), (1, 2/3) → AP = 0.5·1 + 0.5·2/3.
         let reference = vec![vec![d(0, 1.0, 0.0), d(0, 1.0, 100.0)]];
         let candidate = vec![vec![d(0, 0.9, 0.0), d(0, 0.8, 300.0), d(0, 0.7, 101.0)]];
-        let map = mean_average_precision(&reference, &candidate, 0.5).unwrap();
+        let map = mean_average_precision(&reference, &candidate, 0.5, Overlap::Boxes).unwrap();
         assert!((map - (0.5 + 0.5 * 2.0 / 3.0)).abs() < 1e-12, "{map}");
     }
 
@@ -93,17 +190,20 @@ mod tests {
         // Class 0 found exactly, class 1 missed (the candidate calls it class 2): mAP = (1 + 0) / 2.
         let reference = vec![vec![d(0, 1.0, 0.0), d(1, 1.0, 50.0)]];
         let candidate = vec![vec![d(0, 0.9, 0.0), d(2, 0.9, 50.0)]];
-        assert_eq!(mean_average_precision(&reference, &candidate, 0.5), Some(0.5));
+        assert_eq!(mean_average_precision(&reference, &candidate, 0.5, Overlap::Boxes), Some(0.5));
     }
 
     #[test]
     fn a_shifted_box_below_the_threshold_is_a_miss_and_duplicates_are_false_positives() {
         // IoU of boxes shifted by 6 of 10: 4/16 = 0.25 < 0.5.
         let reference = vec![vec![d(0, 1.0, 0.0)]];
-        assert_eq!(mean_average_precision(&reference, &[vec![d(0, 0.9, 6.0)]], 0.5), Some(0.0));
-        // A duplicate after the hit: points (1, 1), (1, 0.5) → AP 1.
+        assert_eq!(
+            mean_average_precision(&reference, &[vec![d(0, 0.9, 6.0)]], 0.5, Overlap::Boxes),
+            Some(0.0)
+        );
+        // A duplicate after the hit: points (1, 1), (1, 0.5, Overlap::Boxes) → AP 1.
         let dup = vec![vec![d(0, 0.9, 0.0), d(0, 0.8, 0.0)]];
-        assert_eq!(mean_average_precision(&reference, &dup, 0.5), Some(1.0));
-        assert_eq!(mean_average_precision(&[vec![]], &[vec![]], 0.5), None);
+        assert_eq!(mean_average_precision(&reference, &dup, 0.5, Overlap::Boxes), Some(1.0));
+        assert_eq!(mean_average_precision(&[vec![]], &[vec![]], 0.5, Overlap::Boxes), None);
     }
 }

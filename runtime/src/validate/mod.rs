@@ -6,6 +6,7 @@ pub mod calibration_set;
 pub mod compare;
 pub mod data;
 pub mod map;
+pub mod miou;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -52,7 +53,9 @@ pub struct Side {
 #[derive(Debug, Clone, Serialize)]
 pub struct Gate {
     /// `accuracy_kept` (labelled classifiers: candidate / reference accuracy), `top1_agreement`
-    /// (unlabelled classifiers), `map50` (YOLO boxes against the reference's), `cosine` (raw).
+    /// (unlabelled classifiers), `map50` (boxes against the reference's; `mask_map50`,
+    /// `oks_map50`, `rotated_map50` matched by masks, keypoints, rotated boxes), `miou`
+    /// (semantic maps), `cosine` (raw).
     pub metric: &'static str,
     pub value: f64,
     pub required: f64,
@@ -88,8 +91,11 @@ pub struct ValidateReport {
     pub cosine_min: f64,
     pub max_abs_diff: f64,
     pub mean_abs_diff: f64,
-    /// mAP@0.5 of the candidate's boxes against the reference's (YOLO models).
+    /// mAP@0.5 of the candidate's detections against the reference's (detectors), matched as
+    /// `gate.metric` says: boxes, masks, keypoints or rotated boxes.
     pub map50: Option<f64>,
+    /// Mean IoU of the candidate's semantic maps against the reference's.
+    pub miou: Option<f64>,
     pub worst_inputs: Vec<WorstInput>,
     pub gate: Gate,
 }
@@ -144,6 +150,7 @@ pub fn validate(
     let (mut correct_ref, mut correct_cand, mut agree, mut in_top5) = (0usize, 0usize, 0usize, 0usize);
     let (mut diff, mut cosines, mut worst) = (AbsDiff::default(), Vec::new(), Vec::new());
     let (mut ref_boxes, mut cand_boxes) = (Vec::new(), Vec::new());
+    let mut miou = miou::MeanIou::default();
     let mut done = 0;
     for index in 0..data.len() {
         if config.stop.load(Ordering::Relaxed) {
@@ -185,9 +192,13 @@ pub fn validate(
             reference_top1: r.first().copied(),
             candidate_top1: c.first().copied(),
         });
-        if let (Prediction::Boxes(rb), Prediction::Boxes(cb)) = (ref_pred, cand_pred) {
-            ref_boxes.push(rb);
-            cand_boxes.push(cb);
+        match (ref_pred, cand_pred) {
+            (Prediction::Boxes(rb), Prediction::Boxes(cb)) => {
+                ref_boxes.push(rb);
+                cand_boxes.push(cb);
+            }
+            (Prediction::Semantic(rm), Prediction::Semantic(cm)) => miou.add(&rm, &cm),
+            _ => {}
         }
         done += 1;
     }
@@ -202,16 +213,22 @@ pub fn validate(
     let accuracy = |correct: usize| labelled.then_some(correct as f64 / n);
     let (acc_ref, acc_cand) = (accuracy(correct_ref), accuracy(correct_cand));
     let accuracy_drop = acc_ref.zip(acc_cand).map(|(r, c)| if r > 0.0 { (r - c) / r } else { 0.0 });
+    let overlap = match &reference.manifest.task {
+        TaskSpec::Detect(spec) => map::Overlap::of(spec),
+        _ => map::Overlap::Boxes,
+    };
     let map50 = reference
         .manifest
         .task
         .detects()
-        .then(|| map::mean_average_precision(&ref_boxes, &cand_boxes, 0.5).unwrap_or(1.0));
+        .then(|| map::mean_average_precision(&ref_boxes, &cand_boxes, 0.5, overlap).unwrap_or(1.0));
+    let miou = matches!(reference.manifest.task, TaskSpec::Semantic(_)).then(|| miou.mean().unwrap_or(1.0));
     let cosine_mean = cosines.iter().sum::<f64>() / n;
-    let (metric, value) = match (accuracy_drop, classifier, map50) {
-        (Some(drop), _, _) => ("accuracy_kept", 1.0 - drop),
-        (None, true, _) => ("top1_agreement", agree as f64 / n),
-        (None, false, Some(map)) => ("map50", map),
+    let (metric, value) = match (accuracy_drop, classifier, map50, miou) {
+        (Some(drop), _, _, _) => ("accuracy_kept", 1.0 - drop),
+        (None, true, _, _) => ("top1_agreement", agree as f64 / n),
+        (None, false, Some(map), _) => (overlap.metric(), map),
+        (None, false, None, Some(miou)) => ("miou", miou),
         _ => ("cosine", cosine_mean),
     };
     let required = 1.0 - config.budget;
@@ -238,6 +255,7 @@ pub fn validate(
         max_abs_diff: diff.max,
         mean_abs_diff: diff.mean(),
         map50,
+        miou,
         worst_inputs: worst,
         gate: Gate {
             metric,
