@@ -206,4 +206,40 @@ mod tests {
         assert_eq!(mean_average_precision(&reference, &dup, 0.5, Overlap::Boxes), Some(1.0));
         assert_eq!(mean_average_precision(&[vec![]], &[vec![]], 0.5, Overlap::Boxes), None);
     }
+
+    #[test]
+    fn keypoints_match_by_similarity_and_rotated_boxes_by_their_overlap() {
+        use crate::postprocess::keypoints::Keypoints;
+        use crate::postprocess::rotated::RotatedBox;
+        let person = |shift: f32, sure: f32| Detection {
+            bbox: [0.0, 0.0, 100.0, 200.0],
+            keypoints: Some(Keypoints {
+                values: 3,
+                flat: (0..17).flat_map(|k| [10.0 + 5.0 * k as f32 + shift, 100.0, sure]).collect(),
+            }),
+            ..Detection::default()
+        };
+        let truth = vec![vec![person(0.0, 0.9)]];
+        let near = Overlap::Keypoints.between(&truth[0][0], &person(1.0, 0.9));
+        let far = Overlap::Keypoints.between(&truth[0][0], &person(30.0, 0.9));
+        assert!(near > 0.9 && far < 0.2, "{near} {far}");
+        assert_eq!(
+            mean_average_precision(&truth, &[vec![person(1.0, 0.9)]], 0.5, Overlap::Keypoints),
+            Some(1.0)
+        );
+        assert_eq!(
+            mean_average_precision(&truth, &[vec![person(30.0, 0.9)]], 0.5, Overlap::Keypoints),
+            Some(0.0)
+        );
+        // No reference point sure enough to count: no similarity.
+        assert_eq!(Overlap::Keypoints.between(&person(0.0, 0.1), &person(0.0, 0.1)), 0.0);
+        let turned = |angle: f32| Detection {
+            rotated: Some(RotatedBox::new([50.0, 50.0, 80.0, 10.0, angle])),
+            ..Detection::default()
+        };
+        assert!(Overlap::Rotated.between(&turned(0.3), &turned(0.3)) > 0.99);
+        assert!(Overlap::Rotated.between(&turned(0.3), &turned(1.8)) < 0.5);
+        // What one side lacks does not match.
+        assert_eq!(Overlap::Masks.between(&turned(0.3), &turned(0.3)), 0.0);
+    }
 }
