@@ -179,38 +179,50 @@ impl Prototypes {
                 }
             }
         }
-        let (w, h) = (x1 - x0, y1 - y0);
-        scratch.bits.clear();
-        scratch.bits.resize(w * h, false);
-        scratch.row.resize(cw, 0.0);
-        let mut any = false;
-        for (y, tap) in rows.iter().enumerate() {
-            tap.rows(&scratch.logits, r0, &mut scratch.row);
-            let bits = &mut scratch.bits[y * w..(y + 1) * w];
-            for (bit, tap) in bits.iter_mut().zip(&columns) {
-                *bit = tap.value(&scratch.row, c0) > 0.0;
-                any |= *bit;
+        let (h, rh) = (y1 - y0, r1 - r0);
+        // Each logits column resampled to the box's source rows once; each source column is then
+        // a weighed sum of a few of those, a pass over contiguous values, whose runs are the
+        // column's part of the encoding.
+        scratch.column.clear();
+        scratch.column.resize(rh, 0.0);
+        scratch.tall.clear();
+        for c in 0..cw {
+            for (r, v) in scratch.column.iter_mut().enumerate() {
+                *v = scratch.logits[r * cw + c];
             }
+            scratch.tall.extend(rows.iter().map(|tap| tap.value(&scratch.column, r0)));
         }
-        if !any {
-            return None;
-        }
+        scratch.row.resize(h, 0.0);
         let mut runs = Runs::new();
         runs.push(false, x0 * sh);
-        for x in 0..w {
+        for tap in &columns {
+            tap.rows(&scratch.tall, c0, &mut scratch.row);
             runs.push(false, y0);
-            let mut y = 0;
+            let mut start = 0;
+            let mut set = scratch.row[0] > 0.0;
+            // Whole stretches of one side are skipped at a time; most of a column is.
+            let mut y = 1;
             while y < h {
-                let set = scratch.bits[y * w + x];
-                let start = y;
-                while y < h && scratch.bits[y * w + x] == set {
-                    y += 1;
+                let rest = &scratch.row[y..];
+                let flip = if set { rest.iter().position(|&v| v <= 0.0 || v.is_nan()) } else { rest.iter().position(|&v| v > 0.0) };
+                match flip {
+                    Some(n) => {
+                        y += n;
+                        runs.push(set, y - start);
+                        (start, set) = (y, !set);
+                        y += 1;
+                    }
+                    None => break,
                 }
-                runs.push(set, y - start);
             }
+            runs.push(set, h - start);
             runs.push(false, sh - y1);
         }
         runs.push(false, (sw - x1) * sh);
+        // Only the first run is unset where no pixel is.
+        if runs.counts.len() == 1 {
+            return None;
+        }
         Some(Rle { size: [sh, sw], counts: runs.counts })
     }
 }
@@ -219,8 +231,9 @@ impl Prototypes {
 #[derive(Debug, Default)]
 pub struct Scratch {
     logits: Vec<f32>,
+    column: Vec<f32>,
+    tall: Vec<f32>,
     row: Vec<f32>,
-    bits: Vec<bool>,
 }
 
 #[cfg(test)]

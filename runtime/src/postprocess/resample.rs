@@ -17,12 +17,11 @@ impl Tap {
     /// reads, weighed into `out`.
     pub fn rows(&self, plane: &[f32], first: usize, out: &mut [f32]) {
         let width = out.len();
-        out.fill(0.0);
-        for (&cell, &weight) in self.cells.iter().zip(&self.weights) {
-            let row = &plane[(cell - first) * width..(cell - first + 1) * width];
-            for (v, &r) in out.iter_mut().zip(row) {
-                *v += weight * r;
-            }
+        let row = |k: usize| &plane[(self.cells[k] - first) * width..(self.cells[k] - first + 1) * width];
+        let (a, b, c, d) = (row(0), row(1), row(2), row(3));
+        let [wa, wb, wc, wd] = self.weights;
+        for ((((v, &a), &b), &c), &d) in out.iter_mut().zip(a).zip(b).zip(c).zip(d) {
+            *v = wa * a + wb * b + wc * c + wd * d;
         }
     }
 

@@ -58,21 +58,22 @@ impl Dense {
         let values = outputs[self.index].item(item);
         let mut found = Vec::new();
         if self.channels_first {
-            // Which boxes have a class over the threshold, found class by class along the rows,
-            // which lie contiguous (a box's classes are a whole output apart), in one read of the
-            // output; the best class is then looked up for those few boxes alone.
+            // Each box's best class, found class by class along the rows, which lie contiguous
+            // (a box's classes are a whole output apart), in one read of the output.
             let n = self.boxes;
-            let mut any = vec![false; n];
-            for row in values[4 * n..(4 + self.classes) * n].chunks_exact(n) {
-                for (hit, &score) in any.iter_mut().zip(row) {
-                    *hit |= passes(score, confidence);
+            let mut best_score = vec![f32::NEG_INFINITY; n];
+            let mut best_class = vec![0u32; n];
+            for (c, row) in values[4 * n..(4 + self.classes) * n].chunks_exact(n).enumerate() {
+                for ((best, class), &score) in best_score.iter_mut().zip(&mut best_class).zip(row) {
+                    if score > *best {
+                        (*best, *class) = (score, c as u32);
+                    }
                 }
             }
             let at = |row: usize, b: usize| values[row * n + b];
-            for b in (0..n).filter(|&b| any[b]) {
-                let (class_id, score) = best((0..self.classes).map(|c| at(4 + c, b)));
+            for b in (0..n).filter(|&b| passes(best_score[b], confidence)) {
                 let bbox = corners(at(0, b), at(1, b), at(2, b), at(3, b));
-                found.push(Candidate { class_id, score, bbox, row: b });
+                found.push(Candidate { class_id: best_class[b] as usize, score: best_score[b], bbox, row: b });
             }
         } else {
             let width = 5 + self.classes;
