@@ -97,6 +97,27 @@ impl Runs {
         }
         *self.counts.last_mut().expect("counts start with one run") += length as u32;
     }
+
+    /// The runs of one column's values, set where above 0: compared 64 at a time into a word,
+    /// whose changes of bit are the runs' ends (most of a column is long runs).
+    fn extend_column(&mut self, values: &[f32]) {
+        let (mut set, mut start) = (false, 0);
+        for (w, chunk) in values.chunks(64).enumerate() {
+            let mut word = 0u64;
+            for (i, &v) in chunk.iter().enumerate() {
+                word |= u64::from(v > 0.0) << i;
+            }
+            let valid = if chunk.len() == 64 { u64::MAX } else { (1 << chunk.len()) - 1 };
+            let mut changes = (word ^ (word << 1 | u64::from(set))) & valid;
+            while changes != 0 {
+                let at = w * 64 + changes.trailing_zeros() as usize;
+                self.push(set, at - start);
+                (set, start) = (!set, at);
+                changes &= changes - 1;
+            }
+        }
+        self.push(set, values.len() - start);
+    }
 }
 
 /// Where a segment model's prototypes are: the one output of four dimensions, `[N, coefficients,
@@ -198,24 +219,7 @@ impl Prototypes {
         for tap in &columns {
             tap.rows(&scratch.tall, c0, &mut scratch.row);
             runs.push(false, y0);
-            let mut start = 0;
-            let mut set = scratch.row[0] > 0.0;
-            // Whole stretches of one side are skipped at a time; most of a column is.
-            let mut y = 1;
-            while y < h {
-                let rest = &scratch.row[y..];
-                let flip = if set { rest.iter().position(|&v| v <= 0.0 || v.is_nan()) } else { rest.iter().position(|&v| v > 0.0) };
-                match flip {
-                    Some(n) => {
-                        y += n;
-                        runs.push(set, y - start);
-                        (start, set) = (y, !set);
-                        y += 1;
-                    }
-                    None => break,
-                }
-            }
-            runs.push(set, h - start);
+            runs.extend_column(&scratch.row);
             runs.push(false, sh - y1);
         }
         runs.push(false, (sw - x1) * sh);
@@ -246,6 +250,21 @@ mod tests {
         let mut bits = vec![false; h * w];
         rle.for_each_run(|x, y0, y1| (y0..y1).for_each(|y| bits[y * w + x] = true));
         bits
+    }
+
+    #[test]
+    fn a_column_s_runs_across_words_are_its_pixels() {
+        // Runs that cross the 64-value words, start set, and end at the column's end.
+        let values: Vec<f32> =
+            (0..200).map(|i| if (i / 7) % 3 == 0 || (60..140).contains(&i) { 1.0 } else { -1.0 }).collect();
+        let mut runs = Runs::new();
+        runs.extend_column(&values);
+        let rle = Rle { size: [200, 1], counts: runs.counts };
+        let wanted: Vec<bool> = values.iter().map(|&v| v > 0.0).collect();
+        assert_eq!(bitmap(&rle), wanted);
+        let mut nan = Runs::new();
+        nan.extend_column(&[f32::NAN; 70]);
+        assert_eq!(nan.counts, [70]);
     }
 
     #[test]

@@ -73,7 +73,12 @@ impl Dense {
             let at = |row: usize, b: usize| values[row * n + b];
             for b in (0..n).filter(|&b| passes(best_score[b], confidence)) {
                 let bbox = corners(at(0, b), at(1, b), at(2, b), at(3, b));
-                found.push(Candidate { class_id: best_class[b] as usize, score: best_score[b], bbox, row: b });
+                found.push(Candidate {
+                    class_id: best_class[b] as usize,
+                    score: best_score[b],
+                    bbox,
+                    row: b,
+                });
             }
         } else {
             let width = 5 + self.classes;
