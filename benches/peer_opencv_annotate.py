@@ -3,10 +3,13 @@
 in one run, alternating: NV12 to RGB, eight labelled boxes (outline, filled label bar, text) and a
 translucent overlay of four text lines, then JPEG at quality 80, 4:2:0. edgert:
 `examples/annotate_bench.rs`; OpenCV: cvtColor, rectangle, putText (Hershey simplex), addWeighted,
-imencode (libjpeg-turbo). Prints p50/p99 of each and the ratio.
+imencode (libjpeg-turbo). Prints p50/p99 of each and the ratio. With --tasks, twenty boxes each
+with a translucent mask (the ellipse inside it; OpenCV: the masks painted on a copy, then one
+addWeighted at 0.5) and 17 keypoints joined as COCO's skeleton (line, circle), as a segment and a
+pose model's results are drawn.
 
     cargo build --release --example annotate_bench
-    python3 benches/peer_opencv_annotate.py [--sizes 1280x720,1920x1080] [--rounds 2]
+    python3 benches/peer_opencv_annotate.py [--sizes 1280x720,1920x1080] [--rounds 2] [--tasks]
 Needs: pip install opencv-python-headless numpy (see benches/README.md).
 """
 import argparse
@@ -40,11 +43,46 @@ def nv12(photo, width, height):
     return np.concatenate([y, np.stack([u, v], axis=-1).reshape(height // 2, width)])
 
 
-def opencv(frame, width, height):
+SKELETON = [(15, 13), (13, 11), (16, 14), (14, 12), (11, 12), (5, 11), (6, 12), (5, 6), (5, 7), (6, 8), (7, 9),
+            (8, 10), (1, 2), (0, 1), (0, 2), (1, 3), (2, 4), (3, 5), (4, 6)]
+
+
+def instances(width, height):
+    """examples/annotate_bench.rs's twenty people: boxes (fractions), masks, keypoints (pixels)."""
+    boxes, masks, points = [], [], []
+    ys, xs = np.mgrid[0:height, 0:width].astype(np.float32) + 0.5
+    for i in range(20):
+        x0, y0 = (0.02 + 0.047 * i) * width, (0.1 + 0.03 * (i % 5)) * height
+        w, h = 0.15 * width, 0.5 * height
+        cx, cy = x0 + w / 2, y0 + h / 2
+        boxes.append((x0 / width, y0 / height, (x0 + w) / width, (y0 + h) / height))
+        inside = ((xs - cx) / (w / 2)) ** 2 + ((ys - cy) / (h / 2)) ** 2 <= 1
+        # Each mask kept as its part of the frame, so that painting it touches only its box.
+        rows, cols = np.nonzero(inside.any(1))[0], np.nonzero(inside.any(0))[0]
+        top, left = rows[0], cols[0]
+        masks.append((top, left, inside[top:rows[-1] + 1, left:cols[-1] + 1]))
+        angles = 2 * np.pi * np.arange(17) / 17
+        points.append([(int(round(cx + 0.3 * w * np.cos(a))), int(round(cy + 0.3 * h * np.sin(a)))) for a in angles])
+    return boxes, masks, points
+
+
+def opencv(frame, width, height, tasks=None):
     img = cv2.cvtColor(frame, cv2.COLOR_YUV2BGR_NV12)
     scale = max(1, min(6, height // 360))
     font, thick = scale * 0.45, max(2, height // 240)
-    for i, (x0, y0, x1, y1) in enumerate(BOXES):
+    boxes = BOXES
+    if tasks:
+        boxes, masks, points = tasks
+        painted = img.copy()
+        for i, (top, left, mask) in enumerate(masks):
+            painted[top:top + mask.shape[0], left:left + mask.shape[1]][mask] = COLOURS[i % 3]
+        cv2.addWeighted(painted, 0.5, img, 0.5, 0.0, dst=img)
+        for i, pts in enumerate(points):
+            for a, b in SKELETON:
+                cv2.line(img, pts[a], pts[b], COLOURS[i % 3], max(1, thick // 2))
+            for p in pts:
+                cv2.circle(img, p, thick + 1, (255, 255, 255), -1)
+    for i, (x0, y0, x1, y1) in enumerate(boxes):
         p0, p1 = (int(x0 * width), int(y0 * height)), (int(x1 * width), int(y1 * height))
         colour = COLOURS[i % 3]
         cv2.rectangle(img, p0, p1, colour, thick)
@@ -60,13 +98,13 @@ def opencv(frame, width, height):
     return cv2.imencode(".jpg", img, [cv2.IMWRITE_JPEG_QUALITY, 80])[1]
 
 
-def time_opencv(frame, width, height, iterations):
+def time_opencv(frame, width, height, iterations, tasks):
     for _ in range(10):
-        opencv(frame, width, height)
+        opencv(frame, width, height, tasks)
     times = []
     for _ in range(iterations):
         t = time.perf_counter()
-        opencv(frame, width, height)
+        opencv(frame, width, height, tasks)
         times.append((time.perf_counter() - t) * 1e3)
     times.sort()
     return times[len(times) // 2], times[-(-len(times) * 99 // 100) - 1]
@@ -80,6 +118,7 @@ def main():
     ap.add_argument("--iterations", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--keep", help="folder to keep both JPEGs in, to look at")
+    ap.add_argument("--tasks", action="store_true", help="twenty boxes with masks and skeletons")
     args = ap.parse_args()
     if not os.access(args.bench, os.X_OK):
         sys.exit(f"peer_opencv_annotate.py: {args.bench}: build it first (cargo build --release --example annotate_bench)")
@@ -95,16 +134,17 @@ def main():
             with tempfile.TemporaryDirectory() as tmp:
                 raw, out = os.path.join(tmp, "frame.nv12"), os.path.join(tmp, "edgert.jpg")
                 frame.tofile(raw)
-                done = subprocess.run([args.bench, str(width), str(height), raw, out, str(args.iterations)],
-                                      capture_output=True, text=True)
+                command = [args.bench, str(width), str(height), raw, out, str(args.iterations)]
+                done = subprocess.run(command + (["tasks"] if args.tasks else []), capture_output=True, text=True)
                 if done.returncode != 0:
                     sys.exit(f"peer_opencv_annotate.py: annotate_bench failed: {done.stderr.strip()}")
                 mine = json.loads(done.stdout)
                 if args.keep:
                     os.makedirs(args.keep, exist_ok=True)
                     os.replace(out, os.path.join(args.keep, f"edgert-{size}.jpg"))
-            o50, o99 = time_opencv(frame, width, height, args.iterations)
-            theirs = opencv(frame, width, height)
+            tasks = instances(width, height) if args.tasks else None
+            o50, o99 = time_opencv(frame, width, height, args.iterations, tasks)
+            theirs = opencv(frame, width, height, tasks)
             if args.keep:
                 theirs.tofile(os.path.join(args.keep, f"opencv-{size}.jpg"))
             print(f"| {width}×{height} | {r + 1} | {mine['p50_ms']:.2f} ms | {o50:.2f} ms | {o50 / mine['p50_ms']:.2f}× | "
