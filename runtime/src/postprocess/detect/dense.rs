@@ -58,27 +58,31 @@ impl Dense {
         let values = outputs[self.index].item(item);
         let mut found = Vec::new();
         if self.channels_first {
-            // Each box's best class, found class by class along the rows, which lie contiguous
-            // (a box's classes are a whole output apart), in one read of the output.
+            // Which boxes have a class over the threshold, found class by class along the rows,
+            // which lie contiguous (a box's classes are a whole output apart), in one read of the
+            // output; then those boxes' best classes, again row by row, each row read only at
+            // them and in order.
             let n = self.boxes;
-            let mut best_score = vec![f32::NEG_INFINITY; n];
-            let mut best_class = vec![0u32; n];
-            for (c, row) in values[4 * n..(4 + self.classes) * n].chunks_exact(n).enumerate() {
-                for ((best, class), &score) in best_score.iter_mut().zip(&mut best_class).zip(row) {
-                    if score > *best {
-                        (*best, *class) = (score, c as u32);
+            let rows = || values[4 * n..(4 + self.classes) * n].chunks_exact(n);
+            let mut any = vec![false; n];
+            for row in rows() {
+                for (hit, &score) in any.iter_mut().zip(row) {
+                    *hit |= passes(score, confidence);
+                }
+            }
+            let passing: Vec<usize> = (0..n).filter(|&b| any[b]).collect();
+            let mut best = vec![(0u32, f32::NEG_INFINITY); passing.len()];
+            for (c, row) in rows().enumerate() {
+                for (slot, &b) in best.iter_mut().zip(&passing) {
+                    if row[b] > slot.1 {
+                        *slot = (c as u32, row[b]);
                     }
                 }
             }
             let at = |row: usize, b: usize| values[row * n + b];
-            for b in (0..n).filter(|&b| passes(best_score[b], confidence)) {
+            for (&b, &(class_id, score)) in passing.iter().zip(&best) {
                 let bbox = corners(at(0, b), at(1, b), at(2, b), at(3, b));
-                found.push(Candidate {
-                    class_id: best_class[b] as usize,
-                    score: best_score[b],
-                    bbox,
-                    row: b,
-                });
+                found.push(Candidate { class_id: class_id as usize, score, bbox, row: b });
             }
         } else {
             let width = 5 + self.classes;
