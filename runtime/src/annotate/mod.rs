@@ -174,6 +174,8 @@ fn draw_overlay(canvas: &mut Canvas, o: &Overlay, style: Style) -> i64 {
 }
 
 #[cfg(test)]
+mod golden_tests;
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::postprocess::{ClassScore, Detection};

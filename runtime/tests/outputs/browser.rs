@@ -135,3 +135,41 @@ fn yolos_boxes_reach_the_browser() {
         std::fs::copy(&shot, keep).unwrap();
     }
 }
+
+/// A semantic model's class map reaches the browser: the legend's bars, each in its class's
+/// solid colour, are in the screenshot. `EDGERT_SEGMENT_SCREENSHOT=PATH` keeps it.
+#[test]
+fn a_class_map_reaches_the_browser() {
+    let _alone = cpus_to_myself();
+    let Some(browser) = browser() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let segmenter = model("detect/yolo26n_sem.onnx").display().to_string();
+    let source = format!("file:{}", image("bus.jpg").display());
+    let (child, errors, url) = previewing(&[
+        "run",
+        "-m",
+        &segmenter,
+        "--source",
+        &source,
+        "--loop",
+        "--fps",
+        "4",
+        "--duration-s",
+        "6",
+        "--json",
+    ]);
+    let shot = dir.path().join("segment.png");
+    visit(&browser, &dir.path().join("profile"), &url, &format!("--screenshot={}", shot.display()), 4000);
+    finish(child, errors);
+    let page = image::open(&shot).unwrap().to_rgb8();
+    // The untrained model's largest classes on bus.jpg (run --json): 5, 3, 4, 0.
+    for class in [5, 3, 4, 0] {
+        let colour = class_colour(class);
+        let exact =
+            page.pixels().filter(|px| px.0.iter().zip(colour).all(|(&a, b)| a.abs_diff(b) <= 8)).count();
+        assert!(exact > 100, "{exact} pixels of class {class}'s legend colour {colour:?}");
+    }
+    if let Ok(keep) = std::env::var("EDGERT_SEGMENT_SCREENSHOT") {
+        std::fs::copy(&shot, keep).unwrap();
+    }
+}
