@@ -115,3 +115,31 @@ fn obb_models_rotated_boxes_as_ultralytics_keeps_them() {
         }
     }
 }
+
+#[test]
+fn outputs_that_cannot_carry_what_the_spec_says_are_refused() {
+    use crate::tensor::DataType;
+    let out = |shape: &[usize]| TensorSpec {
+        name: "output0".into(),
+        shape: shape.iter().map(|&d| Some(d)).collect(),
+        dtype: DataType::F32,
+    };
+    let mut pose = DetectSpec::new(DetectFormat::Yolov8);
+    pose.keypoints = Some([17, 3]);
+    // 17 keypoints of 2 values: 4 + 1 + 34 rows, fewer than 4 + 51 needs.
+    let err = Decoder::new(&pose, &[out(&[1, 39, 8400])], (640, 640)).unwrap_err();
+    assert!(err.contains("[N, 4 + classes + 51, boxes]"), "{err}");
+    let mut e2e = DetectSpec::new(DetectFormat::End2end);
+    e2e.keypoints = Some([17, 3]);
+    let err = Decoder::new(&e2e, &[out(&[1, 300, 40])], (640, 640)).unwrap_err();
+    assert!(err.contains("[N, boxes, 6 + 51]"), "{err}");
+    let mut seg = DetectSpec::new(DetectFormat::Yolov8);
+    seg.masks = true;
+    let protos = TensorSpec {
+        name: "output1".into(),
+        shape: vec![Some(1), Some(32), Some(160)],
+        dtype: DataType::F32,
+    };
+    let err = Decoder::new(&seg, &[out(&[1, 116, 8400]), protos], (640, 640)).unwrap_err();
+    assert!(err.contains("one prototypes output"), "{err}");
+}
