@@ -51,7 +51,7 @@ impl Pipeline {
         let session = Box::new(Finite::new(prepared.spawn()?, model.onnx_path.clone(), names));
         // Kept as the reason, so a non-image model fails only when given an image.
         let preprocessor = Preprocessor::for_model(&model);
-        let postprocessor = Postprocessor::new(&model, prepared.outputs())?;
+        let postprocessor = Postprocessor::new(&model, prepared.outputs(), options.memory)?;
         Ok(Pipeline {
             backend: selected.backend.name().to_string(),
             backend_version: selected.backend.version(),
@@ -112,7 +112,11 @@ impl Pipeline {
     }
 
     /// One prediction per batch item.
-    pub fn postprocess(&self, outputs: &[HostTensor], geometries: &[Option<Geometry>]) -> Vec<Prediction> {
+    pub fn postprocess(
+        &self,
+        outputs: &[HostTensor],
+        geometries: &[Option<Geometry>],
+    ) -> Result<Vec<Prediction>> {
         geometries
             .iter()
             .enumerate()
@@ -141,7 +145,7 @@ impl Pipeline {
     pub fn predict_with_outputs(&mut self, sample: Sample) -> Result<(Prediction, Vec<HostTensor>)> {
         let (input, geometries) = self.preprocess(&[sample])?;
         let outputs = self.infer(&input)?;
-        let prediction = self.postprocess(&outputs, &geometries[..1]).remove(0);
+        let prediction = self.postprocess(&outputs, &geometries[..1])?.remove(0);
         let batch = self.options.batch;
         let first_item = |t: HostTensor| match t.shape.first() {
             Some(&n) if batch > 1 && n == batch => {
@@ -162,7 +166,7 @@ pub struct Postprocess<'a> {
 
 impl Postprocess<'_> {
     /// The prediction for batch `item`.
-    pub fn run(&self, outputs: &[HostTensor], item: usize, geometry: &Geometry) -> Prediction {
+    pub fn run(&self, outputs: &[HostTensor], item: usize, geometry: &Geometry) -> Result<Prediction> {
         self.postprocessor.run(self.model, outputs, item, Some(geometry))
     }
 }

@@ -123,7 +123,7 @@ fn batch_of_four_gives_the_same_answer_as_batch_one() {
     let (input, geometries) = p4.preprocess(&[Sample::Image(&image)]).unwrap();
     assert_eq!(input.shape, vec![4, 3, 224, 224]);
     let outputs = p4.infer(&input).unwrap();
-    let predictions = p4.postprocess(&outputs, &geometries);
+    let predictions = p4.postprocess(&outputs, &geometries).unwrap();
     assert_eq!(predictions.len(), 4);
     let mut p1 = pipeline("mobilenetv2_fp32.toml");
     let single = classify(&mut p1, "chelsea.png");

@@ -294,7 +294,7 @@ fn iterate(pipeline: &mut Pipeline, samples: &[Sample], cursor: &mut usize) -> R
     let outputs = pipeline.infer(&input)?;
     let t2 = Instant::now();
     let device = pipeline.device_timing();
-    std::hint::black_box(pipeline.postprocess(&outputs, &geometries));
+    std::hint::black_box(pipeline.postprocess(&outputs, &geometries)?);
     let t3 = Instant::now();
     Ok(Iteration { preprocess: t1 - t0, inference: t2 - t1, postprocess: t3 - t2, device })
 }

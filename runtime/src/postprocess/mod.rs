@@ -15,6 +15,7 @@ pub mod yolo;
 
 use serde::Serialize;
 
+use crate::limits::{MemoryLimit, TooLarge};
 use crate::model::manifest::TaskSpec;
 use crate::model::Model;
 use crate::preprocess::Geometry;
@@ -104,6 +105,8 @@ fn names_fit(model: &Model, classes: Option<usize>, per: &str) -> std::result::R
 pub struct Postprocessor {
     stage: Stage,
     output_names: Vec<String>,
+    /// What masks and class maps at a frame's size may take.
+    memory: MemoryLimit,
 }
 
 enum Stage {
@@ -120,7 +123,7 @@ enum Stage {
 }
 
 impl Postprocessor {
-    pub fn new(model: &Model, outputs: &[TensorSpec]) -> Result<Postprocessor> {
+    pub fn new(model: &Model, outputs: &[TensorSpec], memory: MemoryLimit) -> Result<Postprocessor> {
         let output_names: Vec<String> = outputs.iter().map(|o| o.name.clone()).collect();
         let (h, w, _) = model.manifest.image_geometry().unwrap_or((0, 0, 0));
         let bad = |reason: String| Error::manifest(model.source_path(), reason);
@@ -158,19 +161,24 @@ impl Postprocessor {
             }
             TaskSpec::Raw => Stage::Raw,
         };
-        Ok(Postprocessor { stage, output_names })
+        Ok(Postprocessor { stage, output_names, memory })
     }
 
     /// The prediction for batch item `item`; a tensor input (no geometry) keeps a detector's
-    /// boxes in input pixels.
+    /// boxes in input pixels. Masks or a class map that would take more than the memory limit at
+    /// the frame's size are an error.
     pub fn run(
         &self,
         model: &Model,
         outputs: &[HostTensor],
         item: usize,
         geometry: Option<&Geometry>,
-    ) -> Prediction {
-        match (&self.stage, &model.manifest.task, geometry) {
+    ) -> Result<Prediction> {
+        let named = |mut e: TooLarge| {
+            e.what = format!("{}: {}", model.source_path().display(), e.what);
+            Error::TooLarge(e)
+        };
+        Ok(match (&self.stage, &model.manifest.task, geometry) {
             (Stage::Classify, TaskSpec::Classification(spec), _) => {
                 let scores = classify::top_k(outputs[0].item(item), spec.top_k, spec.softmax);
                 Prediction::Classes(
@@ -191,7 +199,9 @@ impl Postprocessor {
             (Stage::Detect(decoder), _, geometry) => {
                 let identity = model.manifest.image_geometry().map(|(h, w, _)| Geometry::identity(w, h));
                 match geometry.or(identity.as_ref()) {
-                    Some(g) => Prediction::Boxes(decoder.decode(outputs, item, g, |c| model.label(c))),
+                    Some(g) => Prediction::Boxes(
+                        decoder.decode(outputs, item, g, |c| model.label(c), self.memory).map_err(named)?,
+                    ),
                     None => self.raw(outputs, item),
                 }
             }
@@ -199,14 +209,16 @@ impl Postprocessor {
                 let image = model.manifest.image_geometry();
                 let identity = image.map(|(h, w, _)| Geometry::identity(w, h));
                 match (geometry.or(identity.as_ref()), image) {
-                    (Some(g), Some((h, w, _))) => {
-                        Prediction::Semantic(segmenter.decode(outputs, item, (h, w), g, |c| model.label(c)))
-                    }
+                    (Some(g), Some((h, w, _))) => Prediction::Semantic(
+                        segmenter
+                            .decode(outputs, item, (h, w), g, |c| model.label(c), self.memory)
+                            .map_err(named)?,
+                    ),
                     _ => self.raw(outputs, item),
                 }
             }
             _ => self.raw(outputs, item),
-        }
+        })
     }
 
     fn raw(&self, outputs: &[HostTensor], item: usize) -> Prediction {

@@ -7,6 +7,7 @@
 use serde::Serialize;
 
 use super::resample::{window, Axis};
+use crate::limits::{MemoryLimit, TooLarge};
 use crate::preprocess::Geometry;
 use crate::tensor::{DataType, HostTensor, TensorSpec};
 
@@ -96,7 +97,7 @@ impl Segmenter {
         }
     }
 
-    /// The map of batch item `item` in source pixels.
+    /// The map of batch item `item` in source pixels; one past `memory` is an error.
     pub fn decode(
         &self,
         outputs: &[HostTensor],
@@ -104,9 +105,13 @@ impl Segmenter {
         input: (usize, usize),
         geometry: &Geometry,
         label: impl Fn(usize) -> String,
-    ) -> SemanticMap {
+        memory: MemoryLimit,
+    ) -> Result<SemanticMap, TooLarge> {
         let values = outputs[self.index].item(item);
         let (sw, sh) = (geometry.source_width as usize, geometry.source_height as usize);
+        // The map, a class a pixel, and each class's scores along one row while it is made.
+        let bytes = (sw * sh) as u128 * 4 + (self.channels * sw) as u128 * 4;
+        memory.check_bytes(|| format!("the class map at {sw}×{sh}"), bytes)?;
         let (x, y) = Axis::pair(geometry, input, (self.height, self.width));
         let classes = if self.channels == 0 {
             // Ids are not blended: each source pixel takes its nearest cell's.
@@ -133,7 +138,7 @@ impl Segmenter {
             })
             .collect();
         shares.sort_by(|a, b| b.share.total_cmp(&a.share));
-        SemanticMap { size: [sh, sw], shares, classes }
+        Ok(SemanticMap { size: [sh, sw], shares, classes })
     }
 
     /// Each source pixel's best class (or, for one score, whether it is over the threshold).
@@ -213,7 +218,9 @@ mod tests {
         let input =
             (json["input"][0].as_u64().unwrap() as usize, json["input"][1].as_u64().unwrap() as usize);
         let segmenter = Segmenter::new(&specs, threshold).unwrap();
-        let map = segmenter.decode(&tensors, 0, input, &geometry(&json), |c| format!("class{c}"));
+        let map = segmenter
+            .decode(&tensors, 0, input, &geometry(&json), |c| format!("class{c}"), MemoryLimit::from_mib(64))
+            .unwrap();
         let png = image::open(dir.join(format!("{name}.png"))).unwrap().into_luma8();
         assert_eq!([png.height() as usize, png.width() as usize], map.size, "{name}");
         (map, png.into_raw().into_iter().map(u32::from).collect())
@@ -263,9 +270,16 @@ mod tests {
             TensorSpec { name: "o".into(), shape: vec![Some(1), Some(2), Some(2)], dtype: DataType::I64 };
         let s = Segmenter::new(&[spec], 0.0).unwrap();
         let t = HostTensor::new(vec![1, 2, 2], vec![1.0, f32::NAN, -3.0, 1e30]);
-        let map = s.decode(&[t], 0, (2, 2), &Geometry::identity(2, 2), |c| c.to_string());
+        let map = s
+            .decode(&[t], 0, (2, 2), &Geometry::identity(2, 2), |c| c.to_string(), MemoryLimit::from_mib(1))
+            .unwrap();
         assert_eq!(map.classes, [1, NO_CLASS, NO_CLASS, NO_CLASS]);
         assert_eq!(map.shares.len(), 1);
         assert!((map.shares[0].share - 0.25).abs() < 1e-6);
+        // A map at the frame's size past the memory limit: an error naming it.
+        let t = HostTensor::new(vec![1, 2, 2], vec![1.0; 4]);
+        let big = Geometry { source_width: 4000, source_height: 3000, ..Geometry::identity(2, 2) };
+        let err = s.decode(&[t], 0, (2, 2), &big, |c| c.to_string(), MemoryLimit::from_mib(16)).unwrap_err();
+        assert!(err.to_string().starts_with("the class map at 4000×3000 would take 45.8 MiB"), "{err}");
     }
 }

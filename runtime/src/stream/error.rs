@@ -10,6 +10,10 @@ pub enum StageError {
     Preprocess { uri: String, reason: PassError },
     #[error("{}", crate::error::one_line(.0))]
     Inference(crate::Error),
+    /// Outputs the postprocessing could not turn into a prediction within the limits (masks
+    /// past the memory limit at the frame's size).
+    #[error("{}", crate::error::one_line(.0))]
+    Postprocess(crate::Error),
     /// The caller's handler of each prediction failed (printing it, say).
     #[error("{0}")]
     Output(crate::Error),

@@ -452,7 +452,13 @@ fn postprocess_stage(
         let mut failed = None;
         for (i, item) in slot.items.iter_mut().enumerate() {
             let started = Instant::now();
-            let prediction = postprocess.run(&outputs, i, &item.geometry);
+            let prediction = match postprocess.run(&outputs, i, &item.geometry) {
+                Ok(prediction) => prediction,
+                Err(e) => {
+                    failed = Some(StageError::Postprocess(e));
+                    break;
+                }
+            };
             let done = Instant::now();
             spent += done - started;
             let glass_to_glass = done - item.captured_at;
@@ -464,7 +470,7 @@ fn postprocess_stage(
                 prediction: &prediction,
             };
             if let Err(reason) = on_result(&result) {
-                failed = Some(reason);
+                failed = Some(StageError::Output(reason));
                 break;
             }
             if let (Some(queue), Some(frame)) = (&to_output, item.frame.take()) {
@@ -481,7 +487,7 @@ fn postprocess_stage(
         if let Some(reason) = failed {
             abort.store(true, Ordering::Relaxed);
             pools.give_batch(slot);
-            return ((samples, last), Err(StageError::Output(reason)));
+            return ((samples, last), Err(reason));
         }
         samples.preprocess.record(ms(slot.preprocess));
         samples.inference.record(ms(slot.inference));

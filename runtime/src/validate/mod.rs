@@ -109,7 +109,7 @@ fn open(model: &Model, backend_name: &str, config: &ValidateConfig) -> Result<Pi
 fn infer(p: &mut Pipeline, sample: Sample) -> Result<(Vec<f32>, Prediction)> {
     let (input, geometries) = p.preprocess(&[sample])?;
     let outputs = p.infer(&input)?;
-    let prediction = p.postprocess(&outputs, &geometries).remove(0);
+    let prediction = p.postprocess(&outputs, &geometries)?.remove(0);
     Ok((outputs.iter().flat_map(|t| t.item(0).iter().copied()).collect(), prediction))
 }
 

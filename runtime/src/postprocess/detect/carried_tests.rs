@@ -143,3 +143,24 @@ fn outputs_that_cannot_carry_what_the_spec_says_are_refused() {
     let err = Decoder::new(&seg, &[out(&[1, 116, 8400]), protos], (640, 640)).unwrap_err();
     assert!(err.contains("one prototypes output"), "{err}");
 }
+
+#[test]
+fn masks_past_the_memory_limit_are_an_error_naming_them() {
+    use crate::limits::MemoryLimit;
+    let (found, _) = decoded("yolov8n_seg", DetectFormat::Yolov8, |s| s.masks = true);
+    let encoded: usize = found.iter().map(|d| d.mask.as_ref().unwrap().counts.len() * 4).sum();
+    // The same decoding with a limit under what its masks take.
+    let f = super::tests::fixture("yolov8n_seg");
+    let mut spec = DetectSpec::new(DetectFormat::Yolov8);
+    (spec.masks, spec.confidence, spec.iou) = (true, 0.8, 0.7);
+    let decoder = Decoder::new(&spec, &f.specs, (160, 224)).unwrap();
+    let g = crate::postprocess::fixtures::geometry(&f.json);
+    let limit = MemoryLimit { bytes: encoded as u64 / 2 };
+    let Err(err) = decoder.decode(&f.tensors, 0, &g, |c| c.to_string(), limit) else {
+        panic!("masks of {encoded} bytes decoded within a limit of half that")
+    };
+    assert!(err.to_string().starts_with("the masks of 28 boxes at 810×1080 (those of the first "), "{err}");
+    assert!(err.to_string().contains("more than the memory limit"), "{err}");
+    let enough = MemoryLimit { bytes: encoded as u64 };
+    assert_eq!(decoder.decode(&f.tensors, 0, &g, |c| c.to_string(), enough).unwrap().len(), found.len());
+}

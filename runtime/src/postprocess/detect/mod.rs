@@ -15,6 +15,7 @@ use super::keypoints::Keypoints;
 use super::mask::{Prototypes, Scratch};
 use super::rotated::{self, RotatedBox};
 use super::{nms, Detection};
+use crate::limits::{MemoryLimit, TooLarge};
 use crate::model::manifest::{DetectFormat, DetectSpec};
 use crate::preprocess::Geometry;
 use crate::tensor::{describe, HostTensor, TensorSpec};
@@ -111,14 +112,16 @@ impl Decoder {
         }
     }
 
-    /// The boxes of batch item `item`, best first, in source-image pixels.
+    /// The boxes of batch item `item`, best first, in source-image pixels; masks past `memory`
+    /// are an error.
     pub fn decode(
         &self,
         outputs: &[HostTensor],
         item: usize,
         geometry: &Geometry,
         label: impl Fn(usize) -> String,
-    ) -> Vec<Detection> {
+        memory: MemoryLimit,
+    ) -> Result<Vec<Detection>, TooLarge> {
         let spec = &self.spec;
         let candidates = match &self.layout {
             Layout::Dense(d) => d.candidates(outputs, item, spec.confidence),
@@ -159,6 +162,7 @@ impl Decoder {
             (x.clamp(0.0, sw), y.clamp(0.0, sh))
         };
         let mut scratch = Scratch::default();
+        let (boxes, mut encoded) = (kept.len(), 0u128);
         let mut found = Vec::with_capacity(kept.len());
         for c in kept {
             let (x1, y1) = to_source(c.bbox[0], c.bbox[1]);
@@ -183,6 +187,16 @@ impl Decoder {
                     );
                     // Ultralytics drops an instance whose mask has no pixel.
                     let Some(mask) = mask else { continue };
+                    // A mask's runs are few for an object, but up to one a pixel for noise.
+                    encoded += mask.counts.len() as u128 * 4;
+                    let (sw, sh) = (geometry.source_width, geometry.source_height);
+                    let what = || {
+                        format!(
+                            "the masks of {boxes} boxes at {sw}×{sh} (those of the first {})",
+                            found.len() + 1
+                        )
+                    };
+                    memory.check_bytes(what, encoded)?;
                     d.mask = Some(mask);
                 }
                 Carried::Keypoints([_, each]) => {
@@ -203,7 +217,7 @@ impl Decoder {
             }
             found.push(d);
         }
-        found
+        Ok(found)
     }
 }
 

@@ -4,16 +4,17 @@
 //! of pytorch-ssd's predictor, EfficientNMS's output layout and DeepStream's DetectNet_v2 parser.
 
 use super::*;
+use crate::limits::MemoryLimit;
 use crate::postprocess::fixtures::{arrays, fixtures, geometry};
 use crate::tensor::DataType;
 
-struct Fixture {
-    specs: Vec<TensorSpec>,
-    tensors: Vec<HostTensor>,
-    json: serde_json::Value,
+pub(super) struct Fixture {
+    pub specs: Vec<TensorSpec>,
+    pub tensors: Vec<HostTensor>,
+    pub json: serde_json::Value,
 }
 
-fn fixture(name: &str) -> Fixture {
+pub(super) fn fixture(name: &str) -> Fixture {
     let dir = fixtures();
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap()).unwrap();
@@ -50,7 +51,9 @@ pub(super) fn decoded(
     let input =
         (f.json["input"][0].as_u64().unwrap() as usize, f.json["input"][1].as_u64().unwrap() as usize);
     let decoder = Decoder::new(&spec, &f.specs, input).unwrap();
-    let found = decoder.decode(&f.tensors, 0, &geometry(&f.json), |c| format!("c{c}"));
+    let found = decoder
+        .decode(&f.tensors, 0, &geometry(&f.json), |c| format!("c{c}"), MemoryLimit::from_mib(64))
+        .unwrap();
     (found, f.json)
 }
 
@@ -118,7 +121,9 @@ fn yolov5_rows_score_objectness_times_class() {
         [TensorSpec { name: "output".into(), shape: vec![Some(1), Some(2), Some(7)], dtype: DataType::F32 }];
     let decoder = Decoder::new(&spec, &specs, (64, 64)).unwrap();
     assert_eq!(decoder.classes(), Some(2));
-    let found = decoder.decode(&[tensor], 0, &Geometry::identity(64, 64), |c| c.to_string());
+    let found = decoder
+        .decode(&[tensor], 0, &Geometry::identity(64, 64), |c| c.to_string(), MemoryLimit::from_mib(1))
+        .unwrap();
     assert_eq!(found.len(), 1);
     assert_eq!((found[0].class_id, found[0].bbox), (1, [40.0, 35.0, 60.0, 45.0]));
     assert!((found[0].score - 0.72).abs() < 1e-6);
@@ -161,10 +166,16 @@ fn nan_scores_and_classes_find_nothing() {
         HostTensor::new(vec![1, 6, 2], vec![10.0, 10.0, 10.0, 10.0, 4.0, 4.0, 4.0, 4.0, nan, nan, nan, nan]);
     let spec = TensorSpec { name: "o".into(), shape: vec![Some(1), Some(6), Some(2)], dtype: DataType::F32 };
     let decoder = Decoder::new(&DetectSpec::new(DetectFormat::Yolov8), &[spec], (64, 64)).unwrap();
-    assert!(decoder.decode(&[yolo], 0, &Geometry::identity(64, 64), |c| c.to_string()).is_empty());
+    assert!(decoder
+        .decode(&[yolo], 0, &Geometry::identity(64, 64), |c| c.to_string(), MemoryLimit::from_mib(1))
+        .unwrap()
+        .is_empty());
     let rows =
         HostTensor::new(vec![1, 2, 6], vec![1.0, 1.0, 5.0, 5.0, nan, 0.0, 1.0, 1.0, 5.0, 5.0, 0.9, nan]);
     let spec = TensorSpec { name: "o".into(), shape: vec![Some(1), Some(2), Some(6)], dtype: DataType::F32 };
     let decoder = Decoder::new(&DetectSpec::new(DetectFormat::End2end), &[spec], (64, 64)).unwrap();
-    assert!(decoder.decode(&[rows], 0, &Geometry::identity(64, 64), |c| c.to_string()).is_empty());
+    assert!(decoder
+        .decode(&[rows], 0, &Geometry::identity(64, 64), |c| c.to_string(), MemoryLimit::from_mib(1))
+        .unwrap()
+        .is_empty());
 }
