@@ -50,28 +50,15 @@ def frame(work, size):
 
 
 def build(work, photo, bias, seed):
-    import cv2
     import torch
     from ultralytics import YOLO
-    from ultralytics.data.augment import LetterBox
+
+    from peer_ultralytics_postprocess import fire
 
     torch.manual_seed(seed)
     wrapper = YOLO("yolov8n-seg.yaml")
-    model = wrapper.model
-    model.names = {i: f"class{i}" for i in range(80)}
-    image = LetterBox((IMGSZ, IMGSZ), auto=False)(image=cv2.imread(str(photo)))[..., ::-1]
-    x = torch.from_numpy(image.transpose(2, 0, 1).copy()).float()[None] / 255.0
-    for m in model.modules():
-        if isinstance(m, torch.nn.BatchNorm2d):
-            m.momentum = 1.0
-            m.train()
-    with torch.no_grad():
-        model(torch.cat([x, x.flip(-1)]))
-        generator = torch.Generator().manual_seed(seed)
-        for branch in model.model[-1].cv3:
-            last = branch[-1]
-            last.bias.copy_(torch.randn(last.bias.shape, generator=generator) * 1.5 + bias)
-    model.eval()
+    wrapper.model.names = {i: f"class{i}" for i in range(80)}
+    fire(wrapper.model, photo, IMGSZ, bias, seed)
     exported = wrapper.export(format="onnx", imgsz=IMGSZ, simplify=False, opset=17, dynamic=False)
     target = work / "yolov8n_seg_bench.onnx"
     Path(exported).replace(target)

@@ -44,11 +44,9 @@ def percentile(sorted_ms, p):
 
 def build(work, imgsz, classes, bias, seed):
     """The model, exported; its path."""
-    import cv2
     import torch
     import yaml
     from ultralytics import YOLO
-    from ultralytics.data.augment import LetterBox
     from ultralytics.nn.tasks import yaml_model_load
 
     torch.manual_seed(seed)
@@ -58,16 +56,28 @@ def build(work, imgsz, classes, bias, seed):
     path = work / "yolov8n.yaml"
     path.write_text(yaml.safe_dump(cfg, sort_keys=False))
     wrapper = YOLO(str(path))
-    model = wrapper.model
-    model.names = {i: f"class{i}" for i in range(classes)}
-    # Batch norms set to the photo's statistics: with the running statistics random weights
-    # start with, every box of a level comes out the same size.
-    image = LetterBox((imgsz, imgsz), auto=False)(image=cv2.imread(str(PHOTO)))[..., ::-1]
+    wrapper.model.names = {i: f"class{i}" for i in range(classes)}
+    fire(wrapper.model, PHOTO, imgsz, bias, seed)
+    exported = wrapper.export(format="onnx", imgsz=imgsz, simplify=False, opset=17, dynamic=False)
+    target = work / "yolov8n_bench.onnx"
+    Path(exported).replace(target)
+    return target
+
+
+def fire(model, photo, imgsz, bias, seed):
+    """Batch norms set to the photo's statistics (with the running statistics random weights
+    start with, every box of a level comes out the same size) and the class biases drawn
+    N(bias, 1.5)."""
+    import cv2
+    import torch
+    from ultralytics.data.augment import LetterBox
+
+    image = LetterBox((imgsz, imgsz), auto=False)(image=cv2.imread(str(photo)))[..., ::-1]
     x = torch.from_numpy(image.transpose(2, 0, 1).copy()).float()[None] / 255.0
-    norms = [m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
-    for m in norms:
-        m.momentum = 1.0
-        m.train()
+    for m in model.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.momentum = 1.0
+            m.train()
     with torch.no_grad():
         model(torch.cat([x, x.flip(-1)]))
         generator = torch.Generator().manual_seed(seed)
@@ -75,10 +85,6 @@ def build(work, imgsz, classes, bias, seed):
             last = branch[-1]
             last.bias.copy_(torch.randn(last.bias.shape, generator=generator) * 1.5 + bias)
     model.eval()
-    exported = wrapper.export(format="onnx", imgsz=imgsz, simplify=False, opset=17, dynamic=False)
-    target = work / "yolov8n_bench.onnx"
-    Path(exported).replace(target)
-    return target
 
 
 def letterboxed(work, imgsz):

@@ -1,8 +1,9 @@
 //! The preview page in a real headless browser (Chromium's headless shell, or Chromium): the page
 //! loads, its picture moves, two browsers at once both get frames, its frames/s figure agrees
-//! with the report, and YOLO's boxes reach the picture. Without a Chromium on the PATH these print
-//! SKIPPED; `EDGERT_REQUIRE_BROWSER=1` (CI) makes that a failure. `EDGERT_PREVIEW_SCREENSHOT=PATH`
-//! keeps the YOLO page's screenshot (the README's).
+//! with the report, and YOLO's boxes and a semantic model's class map reach the picture. Without a
+//! Chromium on the PATH these print SKIPPED; `EDGERT_REQUIRE_BROWSER=1` (CI) makes that a failure.
+//! `EDGERT_PREVIEW_SCREENSHOT=PATH` keeps the YOLO page's screenshot (the README's),
+//! `EDGERT_SEGMENT_SCREENSHOT=PATH` the semantic one's (docs/models.md's).
 
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
@@ -102,38 +103,34 @@ fn the_page_moves_serves_two_browsers_and_shows_the_reports_rate() {
     assert!((page_fps - achieved).abs() <= 0.2 * achieved, "page {page_fps} vs report {achieved}");
 }
 
+/// The preview page of `model` running on bus.jpg, as the browser shows it; `keep` names the
+/// variable that, set to a path, keeps the screenshot.
+fn bus_page(browser: &Path, model: &Path, keep: &str) -> image::RgbImage {
+    let dir = tempfile::tempdir().unwrap();
+    let model = model.display().to_string();
+    let source = format!("file:{}", image("bus.jpg").display());
+    let args =
+        ["run", "-m", &model, "--source", &source, "--loop", "--fps", "4", "--duration-s", "6", "--json"];
+    let (child, errors, url) = previewing(&args);
+    let shot = dir.path().join("page.png");
+    visit(browser, &dir.path().join("profile"), &url, &format!("--screenshot={}", shot.display()), 4000);
+    finish(child, errors);
+    if let Ok(path) = std::env::var(keep) {
+        std::fs::copy(&shot, path).unwrap();
+    }
+    image::open(&shot).unwrap().to_rgb8()
+}
+
 #[test]
 fn yolos_boxes_reach_the_browser() {
     let _alone = cpus_to_myself();
     let Some(browser) = browser() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let yolo = model("yolov3_tiny_coco_int8_qdq.toml").display().to_string();
-    let source = format!("file:{}", image("bus.jpg").display());
-    let (child, errors, url) = previewing(&[
-        "run",
-        "-m",
-        &yolo,
-        "--source",
-        &source,
-        "--loop",
-        "--fps",
-        "4",
-        "--duration-s",
-        "6",
-        "--json",
-    ]);
-    let shot = dir.path().join("yolo.png");
-    visit(&browser, &dir.path().join("profile"), &url, &format!("--screenshot={}", shot.display()), 4000);
-    finish(child, errors);
+    let page = bus_page(&browser, &model("yolov3_tiny_coco_int8_qdq.toml"), "EDGERT_PREVIEW_SCREENSHOT");
     // bus.jpg is 810×1080, shown 728 px tall in a 760 px window: the bus's box is in its class colour.
-    let page = image::open(&shot).unwrap().to_rgb8();
     let bus = class_colour(5);
     let near = |px: &image::Rgb<u8>| px.0.iter().zip(bus).all(|(&a, b)| a.abs_diff(b) <= 40);
     let painted = page.pixels().filter(|px| near(px)).count();
     assert!(painted > 500, "{painted} pixels of the bus's box colour {bus:?}");
-    if let Ok(keep) = std::env::var("EDGERT_PREVIEW_SCREENSHOT") {
-        std::fs::copy(&shot, keep).unwrap();
-    }
 }
 
 /// A semantic model's class map reaches the browser: the legend's bars, each in its class's
@@ -142,34 +139,12 @@ fn yolos_boxes_reach_the_browser() {
 fn a_class_map_reaches_the_browser() {
     let _alone = cpus_to_myself();
     let Some(browser) = browser() else { return };
-    let dir = tempfile::tempdir().unwrap();
-    let segmenter = model("detect/yolo26n_sem.onnx").display().to_string();
-    let source = format!("file:{}", image("bus.jpg").display());
-    let (child, errors, url) = previewing(&[
-        "run",
-        "-m",
-        &segmenter,
-        "--source",
-        &source,
-        "--loop",
-        "--fps",
-        "4",
-        "--duration-s",
-        "6",
-        "--json",
-    ]);
-    let shot = dir.path().join("segment.png");
-    visit(&browser, &dir.path().join("profile"), &url, &format!("--screenshot={}", shot.display()), 4000);
-    finish(child, errors);
-    let page = image::open(&shot).unwrap().to_rgb8();
+    let page = bus_page(&browser, &model("detect/yolo26n_sem.onnx"), "EDGERT_SEGMENT_SCREENSHOT");
     // The untrained model's largest classes on bus.jpg (run --json): 5, 3, 4, 0.
     for class in [5, 3, 4, 0] {
         let colour = class_colour(class);
         let exact =
             page.pixels().filter(|px| px.0.iter().zip(colour).all(|(&a, b)| a.abs_diff(b) <= 8)).count();
         assert!(exact > 100, "{exact} pixels of class {class}'s legend colour {colour:?}");
-    }
-    if let Ok(keep) = std::env::var("EDGERT_SEGMENT_SCREENSHOT") {
-        std::fs::copy(&shot, keep).unwrap();
     }
 }
