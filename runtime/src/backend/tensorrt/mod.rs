@@ -446,7 +446,12 @@ impl Backend for TensorrtBackend {
         let trt = &self.options;
         let (info, feeder) = planned(&runtime, model, options.batch, trt)?;
         let cache = EngineCache { dir: trt.engine_cache.clone().unwrap_or_else(EngineCache::default_dir) };
-        let cached = match cache.load(&info)? {
+        // A cache that cannot be read is built around, as one that cannot be written is.
+        let stored = cache.load(&info).unwrap_or_else(|e| {
+            eprintln!("edgert: warning: {}; building the engine", crate::error::one_line(&e));
+            None
+        });
+        let cached = match stored {
             // An entry TensorRT refuses (a TensorRT update the key missed, a damaged file) is
             // built again, as a missing one is.
             Some(plan) => match runtime.load(&plan, trt.dla_core) {
@@ -468,9 +473,19 @@ impl Backend for TensorrtBackend {
                 let (model_path, dir) = (model.onnx_path.display(), cache.dir.display());
                 eprintln!("edgert: building a TensorRT engine for {model_path} (cached in {dir})");
                 let plan = build_with(&runtime, model, options.batch, trt, feeder)?;
-                let path = cache.store(&info, &plan)?;
+                // A build can take minutes: a cache that cannot take it costs the next run a
+                // build, not this run its engine.
+                if let Err(e) = cache.store(&info, &plan) {
+                    eprintln!(
+                        "edgert: warning: {}; the engine just built is used, and will be built again next time",
+                        crate::error::one_line(&e)
+                    );
+                }
                 runtime.load(&plan, trt.dla_core).map_err(|reason| {
-                    Error::input(&path, format!("TensorRT cannot load the engine it just built: {reason}"))
+                    Error::input(
+                        &model.onnx_path,
+                        format!("TensorRT cannot load the engine it just built: {reason}"),
+                    )
                 })?
             }
         };

@@ -552,6 +552,19 @@ fn a_timing_cache_that_cannot_be_written_is_an_error_naming_it() {
 }
 
 #[test]
+fn an_engine_cache_that_cannot_be_written_costs_only_the_next_build() {
+    let dir = tempfile::tempdir().unwrap();
+    // The cache's folder lies under a file: nothing can be stored there.
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"").unwrap();
+    let trt = backend(orin_trt10, &file.join("engines"));
+    let mut session =
+        trt.prepare(&model("digits_mlp_nchw.toml"), &PrepareOptions::default()).unwrap().spawn().unwrap();
+    assert_eq!(session.run(&digits(1)).unwrap()[0].shape, vec![1, 10]);
+    assert!(!file.join("engines").exists());
+}
+
+#[test]
 fn a_cached_engine_tensorrt_refuses_is_built_again() {
     let dir = tempfile::tempdir().unwrap();
     let trt = backend(orin_trt10, dir.path());
