@@ -47,13 +47,10 @@ impl Canvas {
     /// Darkens (or tints) a region: each pixel moves `alpha`/256 of the way to `colour`.
     pub fn blend(&mut self, x0: i64, y0: i64, x1: i64, y1: i64, colour: Rgb, alpha: u16) {
         let Some((x0, y0, x1, y1)) = self.clip(x0, y0, x1, y1) else { return };
-        let keep = 256 - alpha.min(256);
         for y in y0..y1 {
             let row = &mut self.pixels[(y * self.width + x0) * 3..(y * self.width + x1) * 3];
             for px in row.chunks_exact_mut(3) {
-                for (c, target) in px.iter_mut().zip(colour) {
-                    *c = ((*c as u16 * keep + target as u16 * alpha) >> 8) as u8;
-                }
+                tint(px, colour, alpha);
             }
         }
     }
@@ -126,6 +123,14 @@ impl Canvas {
                 }
             }
         }
+    }
+}
+
+/// One pixel moved `alpha`/256 of the way to `colour`.
+pub fn tint(px: &mut [u8], colour: Rgb, alpha: u16) {
+    let (alpha, keep) = (alpha.min(256), 256 - alpha.min(256));
+    for (c, target) in px.iter_mut().zip(colour) {
+        *c = ((*c as u16 * keep + target as u16 * alpha) >> 8) as u8;
     }
 }
 

@@ -114,15 +114,12 @@ fn semantic_overlay(canvas: &mut Canvas, map: &SemanticMap) {
         return;
     }
     let mut colours = std::collections::HashMap::new();
-    let keep = 256 - MASK_ALPHA;
     for (px, &class) in canvas.pixels.chunks_exact_mut(3).zip(&map.classes) {
         if class == NO_CLASS {
             continue;
         }
         let colour = *colours.entry(class).or_insert_with(|| class_colour(class as usize));
-        for (c, target) in px.iter_mut().zip(colour) {
-            *c = ((*c as u16 * keep + target as u16 * MASK_ALPHA) >> 8) as u8;
-        }
+        canvas::tint(px, colour, MASK_ALPHA);
     }
 }
 

@@ -29,11 +29,14 @@ const VISIBLE: f32 = 0.5;
 impl Overlap {
     /// What a detector's boxes carry decides how they are matched.
     pub fn of(spec: &DetectSpec) -> Overlap {
-        match spec.carries() {
-            Some("masks") => Overlap::Masks,
-            Some("keypoints") => Overlap::Keypoints,
-            Some("rotated") => Overlap::Rotated,
-            _ => Overlap::Boxes,
+        if spec.masks {
+            Overlap::Masks
+        } else if spec.keypoints.is_some() {
+            Overlap::Keypoints
+        } else if spec.rotated {
+            Overlap::Rotated
+        } else {
+            Overlap::Boxes
         }
     }
 

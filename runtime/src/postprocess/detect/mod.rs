@@ -189,7 +189,6 @@ impl Decoder {
                     let Some(mask) = mask else { continue };
                     // A mask's runs are few for an object, but up to one a pixel for noise.
                     encoded += mask.counts.len() as u128 * 4;
-                    let (sw, sh) = (geometry.source_width, geometry.source_height);
                     let what = || {
                         format!(
                             "the masks of {boxes} boxes at {sw}×{sh} (those of the first {})",
