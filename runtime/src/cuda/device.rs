@@ -44,7 +44,15 @@ pub fn driver_version() -> Result<i32, GpuError> {
 
 /// The driver's CUDA version, when it is at least the one this binary is built for.
 pub fn compatible_driver() -> Result<i32, GpuError> {
-    let driver = driver_version()?;
+    check_driver(driver_version()?)
+}
+
+/// `driver`, when this binary's CUDA API runs on it. CUDA 10 (JetPack 4) has no feature to
+/// rebuild with, so it is told apart from a driver one update away.
+fn check_driver(driver: i32) -> Result<i32, GpuError> {
+    if driver < 11000 {
+        return Err(GpuError::JetPack4(version_text(driver)));
+    }
     if driver < BUILT_FOR {
         return Err(GpuError::DriverTooOld {
             driver: version_text(driver),
@@ -97,6 +105,20 @@ mod tests {
                 assert!(matches!(other, GpuError::NoDevice(_) | GpuError::DriverTooOld { .. }), "{message}")
             }
         }
+    }
+
+    #[test]
+    fn jetpack_4s_cuda_10_is_refused_with_the_backends_it_can_use() {
+        let message = check_driver(10020).unwrap_err().to_string();
+        assert!(message.contains("supports CUDA 10.2 (JetPack 4"), "{message}");
+        assert!(
+            message.contains("JetPack 5 or later") && message.contains("--backend cpu or ort"),
+            "{message}"
+        );
+        assert!(!message.contains("rebuild"), "{message}");
+        // Every build's CUDA is 11.4 or later: 11.3 is one driver update away.
+        assert!(matches!(check_driver(11030), Err(GpuError::DriverTooOld { .. })));
+        assert_eq!(check_driver(13000).unwrap(), 13000);
     }
 
     #[test]

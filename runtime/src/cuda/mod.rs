@@ -46,6 +46,12 @@ pub enum GpuError {
          update the driver (JetPack), or rebuild with the feature of the driver's CUDA"
     )]
     DriverTooOld { driver: String, built: String, built_code: i32 },
+    /// A CUDA 10 driver: JetPack 4, for which no build of edgert's GPU backends exists.
+    #[error(
+        "the NVIDIA driver supports CUDA {0} (JetPack 4 on a Jetson Nano, TX1, TX2 or Xavier): edgert's GPU \
+         backends need JetPack 5 or later (CUDA 11.4+); use --backend cpu or ort"
+    )]
+    JetPack4(String),
     /// The driver loads but sees no GPU.
     #[error("no NVIDIA GPU: the driver loaded but reports no device{0}")]
     NoDevice(String),

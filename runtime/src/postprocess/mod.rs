@@ -4,7 +4,7 @@
 pub mod classify;
 pub mod detect;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 pub mod keypoints;
 pub mod mask;
 pub mod nms;

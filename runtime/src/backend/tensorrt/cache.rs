@@ -19,6 +19,13 @@ pub struct EngineInfo {
     pub tensorrt: String,
     /// Compute capability, `8.7` on Orin.
     pub sm: String,
+    /// The device's name and memory, `Orin, 30697 MiB`: an AGX Orin and an Orin Nano share a
+    /// compute capability, not their tactics.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// TensorRT 8.x: the cuDNN and cuBLASLt releases its tactics came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tactic_libraries: Option<String>,
     pub dla_core: Option<u32>,
     /// `fp32`, `fp16`, `int8` or `best`.
     pub precision: String,
@@ -158,6 +165,8 @@ mod tests {
             model_sha256: "ab".repeat(32),
             tensorrt: "10.3.0".into(),
             sm: "8.7".into(),
+            device: Some("Orin, 30697 MiB".into()),
+            tactic_libraries: None,
             dla_core: None,
             precision: "fp16".into(),
             profile: "1x3x224x224".into(),
@@ -179,6 +188,9 @@ mod tests {
             EngineInfo { calibration_sha256: Some("ef".repeat(32)), ..base.clone() },
             EngineInfo { sparsity: true, ..base.clone() },
             EngineInfo { tensorrt: "10.3.0.26".into(), ..base.clone() },
+            EngineInfo { device: Some("Orin, 7620 MiB".into()), ..base.clone() },
+            EngineInfo { device: None, ..base.clone() },
+            EngineInfo { tactic_libraries: Some("cuDNN 8.6.0, cuBLASLt 11.11.3".into()), ..base.clone() },
         ];
         for other in changed {
             assert_ne!(other.cache_name(), base.cache_name(), "{other:?}");

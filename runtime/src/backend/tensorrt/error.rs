@@ -20,12 +20,18 @@ pub enum TrtError {
     Unloadable { path: PathBuf, what: String, reason: String },
     #[error("{library} has no symbol {symbol}: it is not a TensorRT 8.5+ / CUDA 11+ library")]
     MissingSymbol { library: &'static str, symbol: &'static str },
-    #[error("TensorRT {version} is too old: edgert needs 8.5 or later (JetPack 5.1), for enqueueV3 and setInputShape")]
+    #[error(
+        "TensorRT {version} is too old: edgert's GPU backends need TensorRT 8.5 or later (JetPack 5.1 or later; \
+         JetPack 4 has CUDA 10.2 and TensorRT 8.2): use --backend cpu or ort"
+    )]
     TooOld { version: String },
     /// A call into TensorRT or CUDA through the shim that failed, in the shim's words (TensorRT's
     /// first logged error where it logged one).
     #[error("{0}")]
     Call(String),
+    /// A timing cache TensorRT would not take (another release or GPU wrote it): nothing was built.
+    #[error("{0}")]
+    TimingCacheRefused(String),
     #[error("tensor name {0:?} has a NUL")]
     TensorName(String),
     /// An output whose extent is known only from the values (NonZero, NMS).

@@ -59,7 +59,17 @@ pub struct Symbols {
     pub cuda_get_device: CudaFn<*mut c_int>,
     pub cuda_device_get_attribute: Option<unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int>,
     pub cuda_get_error_string: Option<unsafe extern "C" fn(c_int) -> *const c_char>,
+    pub cuda_mem_get_info: Option<unsafe extern "C" fn(*mut usize, *mut usize) -> c_int>,
+    // Read by edgert, not the shim: the device and the tactic libraries an engine is keyed by.
+    pub cu_init: Option<unsafe extern "C" fn(u32) -> c_int>,
+    pub cu_device_get: Option<unsafe extern "C" fn(*mut c_int, c_int) -> c_int>,
+    pub cu_device_get_name: Option<unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int>,
+    pub cudnn_get_version: Option<unsafe extern "C" fn() -> usize>,
+    pub cublaslt_get_version: Option<unsafe extern "C" fn() -> usize>,
 }
+
+/// What `edgert_trt_build` returns when TensorRT refused the timing cache it was given.
+pub const TIMING_CACHE_REFUSED: c_int = 2;
 
 #[repr(C)]
 pub struct ErrorBuf {
@@ -173,6 +183,8 @@ pub struct BuildOptions {
     pub profile_opt: [i64; MAX_DIMS],
     pub profile_max: [i64; MAX_DIMS],
     pub calibrator: *const Calibrator,
+    /// The model's absolute path, for external weights; null: none.
+    pub model_path: *const c_char,
 }
 
 /// `next_batch(user, name, host, bytes)`: 1 filled, 0 no more batches, -1 failed.
@@ -347,6 +359,8 @@ mod tests {
             offset_of!(Symbols, init_plugins),
             offset_of!(Symbols, cuda_stream_create_with_flags),
             offset_of!(Symbols, cuda_get_error_string),
+            offset_of!(Symbols, cu_device_get_name),
+            offset_of!(Symbols, cublaslt_get_version),
             size_of::<ErrorBuf>(),
             size_of::<Tensor>(),
             offset_of!(Tensor, dims),
@@ -361,6 +375,7 @@ mod tests {
             offset_of!(BuildOptions, profile_nb_dims),
             offset_of!(BuildOptions, profile_max),
             offset_of!(BuildOptions, calibrator),
+            offset_of!(BuildOptions, model_path),
             size_of::<Calibrator>(),
             offset_of!(Calibrator, next_batch),
             offset_of!(Calibrator, write_cache),

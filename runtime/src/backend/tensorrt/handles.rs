@@ -4,6 +4,7 @@
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
+use super::device::DeviceIdentity;
 use super::error::TrtError;
 use super::ffi::{self, Api, ErrorBuf};
 use super::library::Libraries;
@@ -14,6 +15,8 @@ pub struct Runtime {
     raw: *mut ffi::RuntimeHandle,
     pub version: TrtVersion,
     pub device: ffi::Device,
+    /// The device's name and memory, and the tactic libraries, that engines are keyed by.
+    pub identity: DeviceIdentity,
     /// Whether TensorRT's standard plugins (libnvinfer_plugin) are registered.
     pub plugins: bool,
     _libraries: Option<Arc<Libraries>>,
@@ -47,6 +50,7 @@ impl Runtime {
                 ..TrtVersion::decode(unsafe { (api.runtime_version)(raw) })
             },
             device: ffi::Device::default(),
+            identity: DeviceIdentity::default(),
             plugins: symbols.init_plugins.is_some(),
             _libraries: libraries,
         };
@@ -57,6 +61,7 @@ impl Runtime {
         if unsafe { (api.runtime_device)(raw, &mut runtime.device, &mut error) } != 0 {
             return Err(TrtError::Call(error.text()));
         }
+        runtime.identity = super::device::probe(symbols, runtime.version.major);
         Ok(runtime)
     }
 
@@ -129,8 +134,10 @@ impl Runtime {
             bytes
         };
         let (plan, timing_cache) = (take(&mut plan), take(&mut timing_cache));
-        if status != 0 {
-            return Err(TrtError::Call(error.text()));
+        match status {
+            0 => {}
+            ffi::TIMING_CACHE_REFUSED => return Err(TrtError::TimingCacheRefused(error.text())),
+            _ => return Err(TrtError::Call(error.text())),
         }
         Ok((plan, timing_cache))
     }

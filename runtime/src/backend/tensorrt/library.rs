@@ -11,6 +11,7 @@ use libloading::Library;
 
 use super::error::TrtError;
 use super::ffi::Symbols;
+use super::version::TrtVersion;
 
 const NVINFER: &[&str] = &["libnvinfer.so.10", "libnvinfer.so.8", "libnvinfer.so.11", "libnvinfer.so"];
 
@@ -21,6 +22,15 @@ struct Companions {
     parser: String,
     plugin: String,
     cudart: &'static [&'static str],
+}
+
+/// What goes with TensorRT `version`, decided before any CUDA library is looked for: a release
+/// edgert cannot run (JetPack 4's 8.2 on CUDA 10.2) is refused as such, not as a missing runtime.
+fn companions_for(version: TrtVersion) -> Result<Companions, TrtError> {
+    if !version.is_supported() {
+        return Err(TrtError::TooOld { version: version.to_string() });
+    }
+    Ok(companions(version.major))
 }
 
 fn companions(major: i32) -> Companions {
@@ -107,6 +117,12 @@ fn already_loaded(names: &[&str]) -> Option<Library> {
     })
 }
 
+/// The first of `names` loaded already or found by the dynamic loader; None when none is.
+fn optional(names: &[&str]) -> Option<Library> {
+    // SAFETY: loading runs the library's initialisers; these are NVIDIA's own libraries.
+    already_loaded(names).or_else(|| names.iter().find_map(|name| unsafe { Library::new(*name) }.ok()))
+}
+
 /// Opens TensorRT and the CUDA runtime and resolves everything the shim calls.
 pub fn load() -> Result<Arc<Libraries>, TrtError> {
     const TRT_FIX: &str =
@@ -115,8 +131,8 @@ pub fn load() -> Result<Arc<Libraries>, TrtError> {
     let (i, c) = ("libnvinfer", "libcudart");
     let get_version: unsafe extern "C" fn() -> i32 = symbol(&nvinfer, "getInferLibVersion", i)?;
     // SAFETY: getInferLibVersion takes nothing and returns the release number.
-    let major = super::version::TrtVersion::decode(unsafe { get_version() }).major;
-    let with = companions(major);
+    let version = TrtVersion::decode(unsafe { get_version() });
+    let (major, with) = (version.major, companions_for(version)?);
     let cudart = match already_loaded(with.cudart) {
         Some(cudart) => cudart,
         None => open(
@@ -148,8 +164,33 @@ pub fn load() -> Result<Arc<Libraries>, TrtError> {
         cuda_get_device: Some(symbol(&cudart, "cudaGetDevice", c)?),
         cuda_device_get_attribute: Some(symbol(&cudart, "cudaDeviceGetAttribute", c)?),
         cuda_get_error_string: Some(symbol(&cudart, "cudaGetErrorString", c)?),
+        cuda_mem_get_info: Some(symbol(&cudart, "cudaMemGetInfo", c)?),
+        ..Symbols::default()
     };
     let mut open_libraries = vec![nvinfer, cudart];
+    // What engines are keyed by besides the GPU's compute capability; each optional.
+    if let Some(driver) = optional(&["libcuda.so.1"]) {
+        // SAFETY: the driver API's `CUresult cuInit(unsigned)`, `cuDeviceGet(CUdevice*, int)` and
+        // `cuDeviceGetName(char*, int, CUdevice)`, with CUresult and CUdevice ints.
+        unsafe {
+            symbols.cu_init = driver.get(b"cuInit").ok().map(|s| *s);
+            symbols.cu_device_get = driver.get(b"cuDeviceGet").ok().map(|s| *s);
+            symbols.cu_device_get_name = driver.get(b"cuDeviceGetName").ok().map(|s| *s);
+        }
+        open_libraries.push(driver);
+    }
+    if major < 10 {
+        if let Some(cudnn) = optional(&["libcudnn.so.8", "libcudnn.so.9"]) {
+            // SAFETY: `size_t cudnnGetVersion(void)`.
+            symbols.cudnn_get_version = unsafe { cudnn.get(b"cudnnGetVersion") }.ok().map(|s| *s);
+            open_libraries.push(cudnn);
+        }
+        if let Some(cublaslt) = optional(&["libcublasLt.so.11", "libcublasLt.so.12"]) {
+            // SAFETY: `size_t cublasLtGetVersion(void)`.
+            symbols.cublaslt_get_version = unsafe { cublaslt.get(b"cublasLtGetVersion") }.ok().map(|s| *s);
+            open_libraries.push(cublaslt);
+        }
+    }
     if let Some(parser) = parser {
         symbols.create_onnx_parser = Some(symbol(&parser, "createNvOnnxParser_INTERNAL", "libnvonnxparser")?);
         open_libraries.push(parser);
@@ -175,6 +216,22 @@ mod tests {
         assert_eq!(jetpack6.parser, "libnvonnxparser.so.10");
         assert_eq!(jetpack6.cudart[..2], ["libcudart.so.12", "libcudart.so.13"]);
         assert_eq!(super::companions(11).cudart, ["libcudart.so.13"]);
+    }
+
+    #[test]
+    fn jetpack_4s_tensorrt_is_refused_before_any_cuda_runtime_is_looked_for() {
+        for (encoded, text) in [(8201, "8.2.1"), (7103, "7.1.3")] {
+            let version = super::TrtVersion::decode(encoded);
+            let error = super::companions_for(version).err().unwrap();
+            let message = error.to_string();
+            assert!(message.starts_with(&format!("TensorRT {text} is too old")), "{message}");
+            assert!(
+                message.contains("JetPack 4") && message.contains("use --backend cpu or ort"),
+                "{message}"
+            );
+            assert!(!message.contains("install the CUDA runtime"), "{message}");
+        }
+        assert!(super::companions_for(super::TrtVersion::decode(8502)).is_ok());
     }
 
     #[test]

@@ -6,7 +6,8 @@
 //! It refuses what TensorRT (through the shim) refuses, so the backend's tests cannot pass on a
 //! permissive double: Q/DQ nodes without the INT8 flag, INT8 without scales, DLA without FP16 or
 //! INT8 or on a device without that core, plugin layers without libnvinfer_plugin, device
-//! addresses not aligned to 256 bytes, buffers sized as dense for a vectorized IO format; and it
+//! addresses not aligned to 256 bytes, buffers sized as dense for a vectorized IO format, a timing
+//! cache another release or GPU wrote, external weights without the model's path; and it
 //! leaves data-dependent output shapes at -1, as TensorRT does.
 
 use std::collections::HashMap;
@@ -30,6 +31,9 @@ pub struct Stamp {
     pub int8: bool,
     /// The inputs' and outputs' type (`ffi::F32`, `F16` as with `--inputIOFormats=fp16:chw`, ...).
     io_dtype: i32,
+    /// Each output's type where it is not `io_dtype` (an NMS plugin's INT32 `num_detections`).
+    #[serde(default)]
+    output_dtypes: Vec<i32>,
     /// The IO tensors' format description when not linear (`--inputIOFormats=fp16:chw16`).
     #[serde(default)]
     io_format: Option<String>,
@@ -40,6 +44,9 @@ pub struct Stamp {
     plugins: Vec<String>,
     #[serde(default)]
     dla_core: Option<i32>,
+    /// The workspace the builder was given (0: TensorRT's default, all device memory).
+    #[serde(default)]
+    pub workspace_bytes: i64,
 }
 
 /// What a calibrator gave the mock builder.
@@ -56,15 +63,32 @@ struct MockRuntime {
     version: i32,
     sm: String,
     dla_cores: i32,
+    integrated: i32,
     plugins: bool,
 }
 
 struct MockEngine {
     runtime: *const MockRuntime,
     proto: tract_onnx::pb::ModelProto,
-    tensors: Vec<(CString, bool, Vec<i64>)>,
-    io_dtype: i32,
+    tensors: Vec<MockTensor>,
     io_format: Option<CString>,
+}
+
+struct MockTensor {
+    name: CString,
+    is_input: bool,
+    dims: Vec<i64>,
+    dtype: i32,
+}
+
+/// Bytes of one value of an `ffi` type.
+fn dtype_bytes(dtype: i32) -> usize {
+    match dtype {
+        ffi::F16 | ffi::BF16 => 2,
+        ffi::I8 | ffi::U8 | ffi::BOOL | ffi::FP8 => 1,
+        ffi::I64 => 8,
+        _ => 4,
+    }
 }
 
 /// A plan per input shape set, with the output shapes it gives (-1: known only from the data).
@@ -72,6 +96,8 @@ type Plans = HashMap<Vec<usize>, (Arc<TypedRunnableModel>, Vec<Vec<i64>>)>;
 
 /// The mock's own device attribute (not a CUDA one): how many DLA cores the device has.
 const DLA_CORES: c_int = -1;
+/// cudaDevAttrIntegrated: 1 on a Jetson.
+const INTEGRATED: c_int = 18;
 
 /// What the model's graph holds that TensorRT builds specially: Q/DQ nodes, plugin layers.
 fn graph_needs(proto: &tract_onnx::pb::ModelProto) -> (bool, Vec<String>) {
@@ -117,11 +143,20 @@ pub fn plan_with(
         fp16: false,
         int8: false,
         io_dtype,
+        output_dtypes: Vec::new(),
         io_format: io_format.map(String::from),
         calibrated: None,
         plugins,
         dla_core: None,
+        workspace_bytes: 0,
     };
+    stamped(&stamp, onnx)
+}
+
+/// A stamped plan with f32 inputs and outputs of `output_dtypes`, in the order of the graph's.
+pub fn plan_with_outputs(onnx: &[u8], version: i32, sm: &str, output_dtypes: Vec<i32>) -> Vec<u8> {
+    let mut stamp = self::stamp(&plan(onnx, version, sm, ffi::F32));
+    stamp.output_dtypes = output_dtypes;
     stamped(&stamp, onnx)
 }
 
@@ -154,14 +189,16 @@ unsafe extern "C" fn runtime_create(
         fail(error, &format!("cudaDeviceGetAttribute failed: {text}"));
         return std::ptr::null_mut();
     }
-    let mut dla_cores = 0;
+    let (mut dla_cores, mut integrated) = (0, 0);
     attribute(&mut dla_cores, DLA_CORES, 0);
+    attribute(&mut integrated, INTEGRATED, 0);
     // As the shim: TensorRT's plugins registered where libnvinfer_plugin was found.
     let plugins = match symbols.init_plugins {
         Some(init) => init(std::ptr::null_mut(), c"".as_ptr()),
         None => false,
     };
-    let runtime = MockRuntime { symbols, version, sm: format!("{major}.{minor}"), dla_cores, plugins };
+    let sm = format!("{major}.{minor}");
+    let runtime = MockRuntime { symbols, version, sm, dla_cores, integrated, plugins };
     Box::into_raw(Box::new(runtime)).cast()
 }
 
@@ -183,7 +220,7 @@ unsafe extern "C" fn runtime_device(
     *device = ffi::Device {
         sm_major: major.parse().unwrap(),
         sm_minor: minor.parse().unwrap(),
-        integrated: 1,
+        integrated: runtime.integrated,
         dla_cores: runtime.dla_cores,
     };
     0
@@ -246,11 +283,17 @@ unsafe extern "C" fn engine_load(
     let mut tensors = Vec::new();
     for (specs, is_input) in [(onnx::inputs(&proto), true), (onnx::outputs(&proto), false)] {
         for spec in specs {
-            tensors.push((CString::new(spec.name.clone()).unwrap(), is_input, dims(&spec)));
+            let output = tensors.iter().filter(|t: &&MockTensor| !t.is_input).count();
+            let dtype = match is_input {
+                false => stamp.output_dtypes.get(output).copied().unwrap_or(stamp.io_dtype),
+                true => stamp.io_dtype,
+            };
+            let name = CString::new(spec.name.clone()).unwrap();
+            tensors.push(MockTensor { name, is_input, dims: dims(&spec), dtype });
         }
     }
     let io_format = stamp.io_format.map(|f| CString::new(f).unwrap());
-    let engine = MockEngine { runtime, proto, tensors, io_dtype: stamp.io_dtype, io_format };
+    let engine = MockEngine { runtime, proto, tensors, io_format };
     Box::into_raw(Box::new(engine)).cast()
 }
 
@@ -269,16 +312,16 @@ unsafe extern "C" fn engine_tensor(
     error: *mut ErrorBuf,
 ) -> c_int {
     let engine = &*engine.cast::<MockEngine>();
-    let Some((name, is_input, dims)) = engine.tensors.get(index as usize) else {
+    let Some(t) = engine.tensors.get(index as usize) else {
         fail(error, &format!("tensor index {index} is out of range"));
         return 1;
     };
     let mut out = ffi::Tensor::empty();
-    out.name = name.as_ptr();
-    out.is_input = *is_input as i32;
-    out.dtype = engine.io_dtype;
-    out.nb_dims = dims.len() as i32;
-    out.dims[..dims.len()].copy_from_slice(dims);
+    out.name = t.name.as_ptr();
+    out.is_input = t.is_input as i32;
+    out.dtype = t.dtype;
+    out.nb_dims = t.dims.len() as i32;
+    out.dims[..t.dims.len()].copy_from_slice(&t.dims);
     out.linear = engine.io_format.is_none() as i32;
     out.format =
         engine.io_format.as_ref().map_or(c"Row major linear FP32 format (kLINEAR)".as_ptr(), |f| f.as_ptr());
@@ -309,8 +352,9 @@ unsafe extern "C" fn context_set_input_shape(
     let engine = &*context.engine;
     let name = CStr::from_ptr(name);
     let dims = std::slice::from_raw_parts(dims, nb_dims as usize);
-    let declared = engine.tensors.iter().find(|(n, input, _)| n.as_c_str() == name && *input);
-    let fits = declared.is_some_and(|(_, _, d)| {
+    let declared = engine.tensors.iter().find(|t| t.name.as_c_str() == name && t.is_input);
+    let fits = declared.is_some_and(|t| {
+        let d = &t.dims;
         d.len() == dims.len()
             && d.iter().zip(dims).all(|(&want, &got)| got > 0 && (want == -1 || want == got))
     });
@@ -356,12 +400,12 @@ impl MockContext {
         let engine = &*self.engine;
         let (_, outputs) = &self.plans[input];
         let mut output_index = 0;
-        for (n, is_input, _) in &engine.tensors {
-            if n.as_c_str() == name {
+        for t in &engine.tensors {
+            if t.name.as_c_str() == name {
                 let input = || input.iter().map(|&d| d as i64).collect();
-                return Some(if *is_input { input() } else { outputs[output_index].clone() });
+                return Some(if t.is_input { input() } else { outputs[output_index].clone() });
             }
-            output_index += !is_input as usize;
+            output_index += !t.is_input as usize;
         }
         None
     }
@@ -438,8 +482,7 @@ unsafe extern "C" fn context_run(
     // mapped memory is on a Jetson.
     let memory = |b: &Binding| if b.device.is_null() { b.host } else { b.device };
     let input = &bindings[0];
-    let is_f16 = engine.io_dtype == ffi::F16;
-    let values: Vec<f32> = if is_f16 {
+    let values: Vec<f32> = if engine.tensors[0].dtype == ffi::F16 {
         let bits = std::slice::from_raw_parts(memory(input).cast::<u16>(), input.bytes / 2);
         bits.iter().map(|&b| half::f16::from_bits(b).to_f32()).collect()
     } else {
@@ -456,20 +499,22 @@ unsafe extern "C" fn context_run(
     }
     let outputs = plan.run(tvec!(Tensor::from_shape(&shape, &values).unwrap().into_tvalue())).unwrap();
     let compute_ms = started.elapsed().as_secs_f32() * 1e3;
-    for (binding, value) in bindings[1..].iter().zip(outputs.iter()) {
-        let value = value.cast_to::<f32>().unwrap();
-        let view = value.to_plain_array_view::<f32>().unwrap();
-        let data: Vec<f32> = view.iter().copied().collect();
-        if binding.bytes != data.len() * if is_f16 { 2 } else { 4 } {
+    let declared = engine.tensors.iter().filter(|t| !t.is_input);
+    for ((binding, value), tensor) in bindings[1..].iter().zip(outputs.iter()).zip(declared) {
+        let value = value.cast_to::<f64>().unwrap();
+        let data: Vec<f64> = value.to_plain_array_view::<f64>().unwrap().iter().copied().collect();
+        if binding.bytes != data.len() * dtype_bytes(tensor.dtype) {
             fail(error, "output buffer of the wrong size");
             return 1;
         }
-        if is_f16 {
-            let bits: Vec<u16> = data.iter().map(|&v| half::f16::from_f32(v).to_bits()).collect();
-            std::ptr::copy_nonoverlapping(bits.as_ptr(), memory(binding).cast::<u16>(), bits.len());
-        } else {
-            std::ptr::copy_nonoverlapping(data.as_ptr(), memory(binding).cast::<f32>(), data.len());
-        }
+        let bytes: Vec<u8> = match tensor.dtype {
+            ffi::F16 => data.iter().flat_map(|&v| half::f16::from_f64(v).to_ne_bytes()).collect(),
+            ffi::I32 => data.iter().flat_map(|&v| (v as i32).to_ne_bytes()).collect(),
+            ffi::I64 => data.iter().flat_map(|&v| (v as i64).to_ne_bytes()).collect(),
+            ffi::BOOL => data.iter().map(|&v| u8::from(v != 0.0)).collect(),
+            _ => data.iter().flat_map(|&v| (v as f32).to_ne_bytes()).collect(),
+        };
+        std::ptr::copy_nonoverlapping(bytes.as_ptr(), memory(binding).cast::<u8>(), bytes.len());
     }
     for pointer in device {
         (symbols.cuda_free.unwrap())(pointer);
@@ -490,10 +535,31 @@ unsafe extern "C" fn build(
     let runtime = &*runtime.cast::<MockRuntime>();
     let options = &*options;
     let model = std::slice::from_raw_parts(onnx.cast::<u8>(), bytes);
-    let Ok(proto) = onnx::framework().proto_model_for_read(&mut &model[..]) else {
+    let Ok(mut proto) = onnx::framework().proto_model_for_read(&mut &model[..]) else {
         fail(error, "the ONNX parser refused the model: not an ONNX protobuf");
         return 1;
     };
+    // As TensorRT: a timing cache another release or GPU wrote is refused before anything is built.
+    let given = match options.timing_cache.is_null() {
+        true => &[][..],
+        false => std::slice::from_raw_parts(options.timing_cache.cast::<u8>(), options.timing_cache_bytes),
+    };
+    if !given.is_empty() && given != timing_cache_of(runtime).as_slice() {
+        fail(
+            error,
+            "TensorRT refused the timing cache: Serialization assertion magicTagRead == kMAGIC_TAG failed",
+        );
+        return ffi::TIMING_CACHE_REFUSED;
+    }
+    // The parser reads external weights relative to the model's path, and only with it.
+    let folder = (!options.model_path.is_null())
+        .then(|| std::path::PathBuf::from(CStr::from_ptr(options.model_path).to_string_lossy().into_owned()))
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf));
+    if let Err(message) = embed_external_weights(&mut proto, folder.as_deref()) {
+        fail(error, &format!("the ONNX parser refused the model: {message}"));
+        return 1;
+    }
+    let model = &prost::Message::encode_to_vec(&proto)[..];
     let (qdq, plugins) = graph_needs(&proto);
     if let (Some(plugin), false) = (plugins.first(), runtime.plugins) {
         fail(error, &format!("the ONNX parser refused the model: plugin not found: {plugin} (libnvinfer_plugin is not loaded)"));
@@ -542,16 +608,50 @@ unsafe extern "C" fn build(
         fp16: options.fp16 != 0,
         int8: options.int8 != 0,
         io_dtype: ffi::F32,
+        output_dtypes: Vec::new(),
         io_format: None,
         calibrated,
         plugins,
         dla_core: (options.dla_core >= 0).then_some(options.dla_core),
+        workspace_bytes: options.workspace_bytes,
     };
     *plan = leak(stamped(&stamp, model));
     if !timing_cache.is_null() {
-        *timing_cache = leak(b"mock timing cache".to_vec());
+        *timing_cache = leak(timing_cache_of(runtime));
     }
     0
+}
+
+/// The timing cache the mock writes, tied to its TensorRT release and GPU as TensorRT's is.
+fn timing_cache_of(runtime: &MockRuntime) -> Vec<u8> {
+    format!("mock timing cache: TensorRT {} sm {}", version_text(runtime.version), runtime.sm).into_bytes()
+}
+
+/// Reads each initializer stored outside the model (`data_location: EXTERNAL`) into the model, as
+/// TensorRT's parser copies weights into the engine; `folder` is the model's, if the parser knows it.
+fn embed_external_weights(
+    proto: &mut tract_onnx::pb::ModelProto,
+    folder: Option<&std::path::Path>,
+) -> Result<(), String> {
+    use tract_onnx::pb::tensor_proto::DataLocation;
+    let Some(graph) = proto.graph.as_mut() else { return Ok(()) };
+    for tensor in
+        graph.initializer.iter_mut().filter(|t| t.data_location == Some(DataLocation::External as i32))
+    {
+        let entry = |key: &str| tensor.external_data.iter().find(|e| e.key == key).map(|e| e.value.clone());
+        let location = entry("location").unwrap_or_default();
+        let Some(folder) = folder else {
+            return Err(format!("Failed to open file: {location} (no model path to resolve it against)"));
+        };
+        let bytes = std::fs::read(folder.join(&location))
+            .map_err(|e| format!("Failed to open file: {location}: {e}"))?;
+        let offset: usize = entry("offset").map_or(0, |o| o.parse().unwrap());
+        let length: usize = entry("length").map_or(bytes.len() - offset, |l| l.parse().unwrap());
+        tensor.raw_data = bytes[offset..offset + length].to_vec();
+        tensor.data_location = None;
+        tensor.external_data.clear();
+    }
+    Ok(())
 }
 
 /// Pulls batches as TensorRT's builder does, at the profile's optimum shape, and writes a
@@ -646,7 +746,7 @@ unsafe extern "C" fn context_run_off_by_one(
     }
     for b in std::slice::from_raw_parts(bindings, count as usize).iter().skip(1) {
         let memory = if b.device.is_null() { b.host } else { b.device };
-        if engine.io_dtype == ffi::F16 {
+        if engine.tensors[0].dtype == ffi::F16 {
             for v in std::slice::from_raw_parts_mut(memory.cast::<u16>(), b.bytes / 2) {
                 *v = half::f16::from_f32(half::f16::from_bits(*v).to_f32() + 1.0).to_bits();
             }
@@ -694,6 +794,7 @@ pub unsafe extern "C" fn orin(value: *mut c_int, attribute: c_int, _device: c_in
     *value = match attribute {
         75 => 8,
         DLA_CORES => 2,
+        INTEGRATED => 1,
         _ => 7,
     };
     0
@@ -703,6 +804,7 @@ pub unsafe extern "C" fn orin_nano(value: *mut c_int, attribute: c_int, _device:
     *value = match attribute {
         75 => 8,
         DLA_CORES => 0,
+        INTEGRATED => 1,
         _ => 7,
     };
     0
@@ -711,7 +813,17 @@ pub unsafe extern "C" fn xavier(value: *mut c_int, attribute: c_int, _device: c_
     *value = match attribute {
         75 => 7,
         DLA_CORES => 2,
+        INTEGRATED => 1,
         _ => 2,
+    };
+    0
+}
+/// A desktop GPU of compute 8.9 (its own memory, no DLA).
+pub unsafe extern "C" fn desktop(value: *mut c_int, attribute: c_int, _device: c_int) -> c_int {
+    *value = match attribute {
+        75 => 8,
+        DLA_CORES | INTEGRATED => 0,
+        _ => 9,
     };
     0
 }
@@ -741,6 +853,34 @@ unsafe extern "C" fn error_string(code: c_int) -> *const c_char {
     text.as_ptr()
 }
 
+/// cudaMemGetInfo of a 32 GB AGX Orin with 20 GiB free.
+pub unsafe extern "C" fn memory_agx(free: *mut usize, total: *mut usize) -> c_int {
+    (*free, *total) = (20 << 30, 30697 << 20);
+    0
+}
+/// cudaMemGetInfo of an 8 GB Orin Nano with 3 GiB free.
+pub unsafe extern "C" fn memory_nano(free: *mut usize, total: *mut usize) -> c_int {
+    (*free, *total) = (3 << 30, 7620 << 20);
+    0
+}
+unsafe extern "C" fn cu_init(_flags: u32) -> c_int {
+    0
+}
+unsafe extern "C" fn cu_device_get(device: *mut c_int, ordinal: c_int) -> c_int {
+    *device = ordinal;
+    0
+}
+unsafe extern "C" fn get_device(device: *mut c_int) -> c_int {
+    *device = 0;
+    0
+}
+/// Every Orin module's name for itself.
+unsafe extern "C" fn name_orin(name: *mut c_char, length: c_int, _device: c_int) -> c_int {
+    let text = b"Orin\0";
+    std::ptr::copy_nonoverlapping(text.as_ptr().cast(), name, text.len().min(length as usize));
+    0
+}
+
 type Version = unsafe extern "C" fn() -> i32;
 type Attribute = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int;
 type Malloc = unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int;
@@ -753,6 +893,11 @@ pub fn symbols(version: Version, attribute: Attribute, malloc: Malloc) -> Symbol
         cuda_malloc: Some(malloc),
         cuda_free: Some(free),
         cuda_get_error_string: Some(error_string),
+        cuda_get_device: Some(get_device),
+        cuda_mem_get_info: Some(memory_agx),
+        cu_init: Some(cu_init),
+        cu_device_get: Some(cu_device_get),
+        cu_device_get_name: Some(name_orin),
         ..Symbols::default()
     }
 }

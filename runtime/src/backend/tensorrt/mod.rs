@@ -7,6 +7,7 @@ pub mod cache;
 pub mod calibration;
 #[cfg(test)]
 mod calibration_tests;
+mod device;
 pub mod engine_file;
 mod error;
 mod ffi;
@@ -16,6 +17,7 @@ mod library;
 pub(crate) mod mock;
 pub mod options;
 mod session;
+mod staging;
 #[cfg(test)]
 mod tests;
 pub mod version;
@@ -316,6 +318,8 @@ fn engine_info(
         model_sha256: model.sha256.clone(),
         tensorrt: runtime.version.key(),
         sm: runtime.sm(),
+        device: runtime.identity.key(),
+        tactic_libraries: runtime.identity.tactic_libraries.clone(),
         dla_core: options.dla_core,
         precision: precision.name().into(),
         profile: shape.join("x"),
@@ -335,6 +339,25 @@ fn planned(
     let feeder = feeder(runtime, model, batch, options)?;
     let info = engine_info(runtime, model, batch, options, feeder.as_ref())?;
     Ok((info, feeder))
+}
+
+/// The model's path as the ONNX parser takes it (absolute), to find external weights beside it.
+fn absolute_c_path(path: &Path) -> std::ffi::CString {
+    use std::os::unix::ffi::OsStrExt;
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    // A path from the OS has no NUL byte.
+    std::ffi::CString::new(absolute.as_os_str().as_bytes()).unwrap_or_default()
+}
+
+/// The workspace an engine build may take, in MiB: `--trt-workspace-mb`, else, on an integrated
+/// GPU (a Jetson, whose GPU memory is the system's), half the memory free when TensorRT opened,
+/// else None: TensorRT's default, all of the device's memory.
+pub fn workspace(runtime: &Runtime, options: &TrtOptions) -> Option<u64> {
+    match options.workspace_mb {
+        Some(mib) => Some(mib),
+        None if runtime.device.integrated == 1 => runtime.identity.free_mib.map(|free| (free / 2).max(1)),
+        None => None,
+    }
 }
 
 /// Reads a cache file that may not exist yet.
@@ -370,12 +393,13 @@ fn build_with(
     let mut dims = [0i64; ffi::MAX_DIMS];
     dims[..shape.len()].copy_from_slice(&shape);
     let calibrator = feeder.as_mut().map(|f| f.raw(&calibration_cache));
-    let build_options = ffi::BuildOptions {
+    let model_path = absolute_c_path(path);
+    let mut build_options = ffi::BuildOptions {
         fp16: precision.fp16() as i32,
         int8: precision.int8() as i32,
         sparsity: options.sparsity as i32,
         dla_core: options.dla_core.map_or(-1, |c| c as i32),
-        workspace_bytes: options.workspace_mb.map_or(0, |mb| (mb as i64).saturating_mul(1 << 20)),
+        workspace_bytes: workspace(runtime, options).map_or(0, |mib| (mib as i64).saturating_mul(1 << 20)),
         timing_cache: timing_cache.as_ptr().cast(),
         timing_cache_bytes: timing_cache.len(),
         profile_nb_dims: shape.len() as i32,
@@ -383,8 +407,22 @@ fn build_with(
         profile_opt: dims,
         profile_max: dims,
         calibrator: calibrator.as_ref().map_or(std::ptr::null(), |c| c as *const ffi::Calibrator),
+        model_path: model_path.as_ptr(),
     };
-    let built = runtime.build(&onnx, &build_options);
+    if let (None, Some(mib)) = (options.workspace_mb, workspace(runtime, options)) {
+        eprintln!(
+            "edgert: the build may take {mib} MiB of workspace, half the memory free on this integrated GPU \
+             (--trt-workspace-mb sets it)"
+        );
+    }
+    let mut built = runtime.build(&onnx, &build_options);
+    // A timing cache from another TensorRT release or GPU only costs this build its head start:
+    // built without it, and replaced by the one this build writes.
+    if let (Err(TrtError::TimingCacheRefused(reason)), Some(file)) = (&built, &options.timing_cache) {
+        eprintln!("edgert: {}: {reason}; building without it, and replacing it", file.display());
+        (build_options.timing_cache, build_options.timing_cache_bytes) = (std::ptr::null(), 0);
+        built = runtime.build(&onnx, &build_options);
+    }
     // The calibration set's own error (an unreadable image) says more than TensorRT's.
     if let Some(error) = feeder.as_mut().and_then(|f| f.error.take()) {
         return Err(error);
@@ -416,8 +454,13 @@ impl Backend for TensorrtBackend {
 
     fn version(&self) -> Option<String> {
         self.runtime().ok().map(|r| {
+            let device = r.identity.key().map(|d| format!(", {d}")).unwrap_or_default();
             let plugins = if r.plugins { "" } else { ", without libnvinfer_plugin" };
-            format!("TensorRT {} (sm {}{plugins})", r.version.key(), r.sm())
+            let workspace = match workspace(&r, &self.options) {
+                Some(mib) => format!("; engine builds take at most {mib} MiB of workspace"),
+                None => String::new(),
+            };
+            format!("TensorRT {} (sm {}{device}{plugins}){workspace}", r.version.key(), r.sm())
         })
     }
 

@@ -9,6 +9,7 @@ use half::f16;
 use super::error::TrtError;
 use super::ffi;
 use super::handles::{Buffer, Context, Engine};
+use super::staging::{bytes, Staging};
 use crate::backend::{DeviceBatch, DeviceTiming, Prepared, Session};
 use crate::limits::{elements, MemoryLimit};
 use crate::tensor::{Batch, DataType, HostTensor, TensorSpec};
@@ -30,8 +31,9 @@ fn spec(tensor: &super::handles::EngineTensor) -> TensorSpec {
 }
 
 impl TrtPrepared {
-    /// Checks that edgert can feed the engine: one input; f32 tensors (what `HostTensor` holds), or
-    /// f16 ones (`trtexec --inputIOFormats=fp16:chw`), converted on the host.
+    /// Checks that edgert can feed the engine: one input, f32 (what `HostTensor` holds) or f16
+    /// (`trtexec --inputIOFormats=fp16:chw`), converted on the host; outputs of those types or of
+    /// the integer and boolean ones NMS plugins give, read into f32.
     pub fn checked(engine: Engine, path: &Path) -> Result<Box<dyn Prepared>> {
         let refuse = |reason: String| Error::input(path, reason);
         let inputs: Vec<TensorSpec> = engine.tensors.iter().filter(|t| t.is_input).map(spec).collect();
@@ -51,12 +53,17 @@ impl TrtPrepared {
                 vectorized.name
             )));
         }
-        if let Some(other) =
-            inputs.iter().chain(&outputs).find(|t| !matches!(t.dtype, DataType::F32 | DataType::F16))
-        {
+        if let Some(other) = inputs.iter().find(|t| !matches!(t.dtype, DataType::F32 | DataType::F16)) {
             return Err(refuse(format!(
-                "tensor '{}' is {}; edgert exchanges f32 and f16 tensors with engines (build the engine with \
-                 FP32 or FP16 inputs and outputs: FP32 is the default of `edgert build-engine` and of trtexec)",
+                "input '{}' is {}; edgert feeds engines f32 or f16 inputs (build the engine with an FP32 or \
+                 FP16 input: FP32 is the default of `edgert build-engine` and of trtexec)",
+                other.name, other.dtype
+            )));
+        }
+        if let Some(other) = outputs.iter().find(|t| Staging::for_type(t.dtype).is_none()) {
+            return Err(refuse(format!(
+                "output '{}' is {}; edgert reads f32, f16, i32, i64 and bool outputs (build the engine with \
+                 FP32 outputs: the default of `edgert build-engine` and of trtexec)",
                 other.name, other.dtype
             )));
         }
@@ -66,16 +73,19 @@ impl TrtPrepared {
 
 /// Refuses an engine whose inputs and outputs at `batch` (a dynamic dimension taken as `batch`)
 /// would take more than `limit`: each in its GPU buffer (memory a Jetson's CPU shares), as f32 on
-/// the host, and, for f16 tensors, in the host's staging copy.
+/// the host, and, for tensors of other types, in the host's staging copy.
 pub fn check_io_memory(engine: &Engine, path: &Path, batch: usize, limit: MemoryLimit) -> Result<()> {
     let bytes: u128 = engine
         .tensors
         .iter()
         .map(|t| {
             let shape: Vec<usize> = t.dims.iter().map(|&d| usize::try_from(d).unwrap_or(batch)).collect();
-            // 8 bytes a value either way: an f32 tensor's 4 on the GPU and 4 on the host; an f16
-            // one's 2 on the GPU, 2 staged on the host and 4 as f32.
-            elements(&shape).saturating_mul(8)
+            let dtype = ffi::data_type(t.dtype);
+            let on_gpu = match Staging::staged_bytes(dtype) {
+                0 => 4,
+                staged => staged,
+            };
+            elements(&shape).saturating_mul(on_gpu + Staging::staged_bytes(dtype) + 4)
         })
         .sum();
     let what = || {
@@ -105,7 +115,11 @@ impl Prepared for TrtPrepared {
             shape: Vec::new(),
             outputs: Vec::new(),
             input_f16: half(&self.inputs[0]).then(Vec::new),
-            outputs_f16: self.outputs.iter().map(|t| half(t).then(Vec::new)).collect(),
+            staging: self
+                .outputs
+                .iter()
+                .map(|t| Staging::for_type(t.dtype).expect("TrtPrepared checked the output types"))
+                .collect(),
             last: None,
         }))
     }
@@ -123,25 +137,10 @@ struct TrtSession {
     /// The input shape last set on the context, and the output shapes it gave.
     shape: Vec<usize>,
     outputs: Vec<Vec<usize>>,
-    /// Staging for an f16 input and f16 outputs (None: the tensor is f32), kept between runs.
+    /// Staging for an f16 input (None: f32) and for each output, kept between runs.
     input_f16: Option<Vec<f16>>,
-    outputs_f16: Vec<Option<Vec<f16>>>,
+    staging: Vec<Staging>,
     last: Option<DeviceTiming>,
-}
-
-/// Values whose every bit pattern is valid: a tensor's memory as bytes, both ways.
-trait Plain: Copy {}
-impl Plain for f32 {}
-impl Plain for f16 {}
-
-fn bytes<T: Plain>(values: &[T]) -> &[u8] {
-    // SAFETY: `Plain` values are plain bytes.
-    unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
-}
-
-fn bytes_mut<T: Plain>(values: &mut [T]) -> &mut [u8] {
-    // SAFETY: as above, and any bytes are some `Plain` value.
-    unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), std::mem::size_of_val(values)) }
 }
 
 impl TrtSession {
@@ -187,11 +186,6 @@ impl TrtSession {
         }
         let mut outputs: Vec<HostTensor> =
             self.outputs.iter().map(|shape| HostTensor::zeros(shape)).collect();
-        for (staged, output) in self.outputs_f16.iter_mut().zip(&outputs) {
-            if let Some(staged) = staged {
-                staged.resize(output.data.len(), f16::ZERO);
-            }
-        }
         // Host values not of the engine's input type are converted here, kept until the run ends.
         let converted: Cow<[f32]>;
         let input_buffer = match input {
@@ -226,11 +220,7 @@ impl TrtSession {
             }
         };
         let mut input_buffer = Some(input_buffer);
-        let mut output_bytes =
-            outputs.iter_mut().zip(self.outputs_f16.iter_mut()).map(|(o, staged)| match staged {
-                Some(staged) => bytes_mut(staged),
-                None => bytes_mut(&mut o.data),
-            });
+        let mut output_bytes = self.staging.iter_mut().zip(outputs.iter_mut()).map(|(s, o)| s.memory(o));
         let mut buffers: Vec<Buffer> = self
             .context
             .engine()
@@ -245,10 +235,8 @@ impl TrtSession {
         // vouched (`DeviceBatch::new`) for that many bytes of GPU-visible memory until we return.
         let timing = unsafe { self.context.run(&mut buffers) }.map_err(|e| failed(&e))?;
         drop(buffers);
-        for (output, staged) in outputs.iter_mut().zip(&self.outputs_f16) {
-            if let Some(staged) = staged {
-                output.data = staged.iter().map(|v| v.to_f32()).collect();
-            }
+        for (output, staging) in outputs.iter_mut().zip(&self.staging) {
+            staging.finish(output);
         }
         self.last = Some(DeviceTiming {
             h2d_ms: timing.h2d_ms as f64,

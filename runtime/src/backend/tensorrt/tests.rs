@@ -190,6 +190,7 @@ fn raw_build(model: &Model, fp16: bool, int8: bool, dla_core: i32) -> Result<Vec
         profile_opt: dims,
         profile_max: dims,
         calibrator: std::ptr::null(),
+        model_path: std::ptr::null(),
     };
     match runtime.build(&onnx, &options) {
         Ok((plan, _)) => Ok(plan),
@@ -340,7 +341,146 @@ fn the_timing_cache_is_read_and_written_around_a_build() {
     let timing_cache = dir.path().join("timing.cache");
     trt.options.timing_cache = Some(timing_cache.clone());
     trt.build(&model("digits_mlp_nchw.toml"), 1).unwrap();
-    assert_eq!(std::fs::read(&timing_cache).unwrap(), b"mock timing cache");
+    assert_eq!(std::fs::read(&timing_cache).unwrap(), b"mock timing cache: TensorRT 10.3.0 sm 8.7");
+    // Read back by the next build, which TensorRT takes.
+    trt.build(&model("digits_mlp_nchw.toml"), 4).unwrap();
+}
+
+/// A timing cache written by another TensorRT release or GPU (a board updated, a cache copied from
+/// a desktop) costs the build its head start, not the build: built without it, and replaced.
+#[test]
+fn a_timing_cache_from_another_release_or_gpu_is_replaced_not_fatal() {
+    let dir = tempfile::tempdir().unwrap();
+    let timing_cache = dir.path().join("timing.cache");
+    std::fs::write(&timing_cache, b"mock timing cache: TensorRT 8.6.2 sm 8.7").unwrap();
+    let mut trt = backend(orin_trt10, dir.path());
+    trt.options.timing_cache = Some(timing_cache.clone());
+    let (plan, _) = trt.build(&model("digits_mlp_nchw.toml"), 1).unwrap();
+    assert!(!plan.is_empty());
+    assert_eq!(std::fs::read(&timing_cache).unwrap(), b"mock timing cache: TensorRT 10.3.0 sm 8.7");
+    // What the mock refuses, as the shim hands it to the backend.
+    let stale = b"mock timing cache: TensorRT 10.3.0 sm 7.2";
+    let (symbols, _) = orin_trt10().unwrap();
+    let runtime = super::handles::Runtime::open(&mock::API, &symbols, None).unwrap();
+    let onnx = digits_onnx();
+    let mut dims = [0i64; ffi::MAX_DIMS];
+    dims[..4].copy_from_slice(&[1, 1, 8, 8]);
+    let options = ffi::BuildOptions {
+        fp16: 0,
+        int8: 0,
+        sparsity: 0,
+        dla_core: -1,
+        workspace_bytes: 0,
+        timing_cache: stale.as_ptr().cast(),
+        timing_cache_bytes: stale.len(),
+        profile_nb_dims: 4,
+        profile_min: dims,
+        profile_opt: dims,
+        profile_max: dims,
+        calibrator: std::ptr::null(),
+        model_path: std::ptr::null(),
+    };
+    let refused = runtime.build(&onnx, &options).unwrap_err();
+    assert!(matches!(refused, super::TrtError::TimingCacheRefused(_)), "{refused:?}");
+}
+
+/// The digits MLP with its first weight stored beside it in `digits.weights`, as
+/// `onnx.save_model(..., save_as_external_data=True)` writes large models.
+fn external_weights_model(dir: &Path) -> Model {
+    use tract_onnx::pb::{tensor_proto::DataLocation, StringStringEntryProto};
+    let weights = dir.join("digits.weights");
+    digits_variant(dir, "digits_external", |graph| {
+        let tensor = graph.initializer.iter_mut().find(|t| !t.raw_data.is_empty()).expect("raw weights");
+        let raw = std::mem::take(&mut tensor.raw_data);
+        let mut file = vec![0u8; 16]; // an offset, as ONNX's writer aligns tensors
+        file.extend_from_slice(&raw);
+        std::fs::write(&weights, file).unwrap();
+        let entry = |key: &str, value: String| StringStringEntryProto { key: key.into(), value };
+        tensor.external_data = vec![
+            entry("location", "digits.weights".into()),
+            entry("offset", "16".into()),
+            entry("length", raw.len().to_string()),
+        ];
+        tensor.data_location = Some(DataLocation::External as i32);
+    })
+}
+
+/// TensorRT's parser finds external weights from the model's path, which edgert gives it: the
+/// engine builds wherever edgert runs from, and answers as the model does.
+#[test]
+fn a_model_with_external_weights_builds_from_any_working_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let external = external_weights_model(dir.path());
+    let cache = tempfile::tempdir().unwrap();
+    let trt = backend(orin_trt10, cache.path());
+    let options = PrepareOptions::default();
+    let got = trt.prepare(&external, &options).unwrap().spawn().unwrap().run(&digits(1)).unwrap();
+    let want = CpuBackend::default()
+        .prepare(&model("digits_mlp_nchw.toml"), &options)
+        .unwrap()
+        .spawn()
+        .unwrap()
+        .run(&digits(1))
+        .unwrap();
+    for (g, w) in got[0].data.iter().zip(&want[0].data) {
+        assert!((g - w).abs() <= 1e-4 * (1.0 + w.abs()), "{g} against {w}");
+    }
+    // Without the path (what the shim did before), the parser cannot find them.
+    let message = raw_build(&external, false, false, -1).unwrap_err();
+    assert!(message.contains("Failed to open file: digits.weights"), "{message}");
+}
+
+/// An AGX Orin and an Orin Nano share compute capability 8.7; their engines are not one cache
+/// entry. The device's name and memory are in the key, and a cache built on one is rebuilt on the
+/// other.
+#[test]
+fn the_device_and_its_memory_are_part_of_the_cache_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let digits = model("digits_mlp_nchw.toml");
+    let agx = backend(orin_trt10, dir.path());
+    let nano = || {
+        let symbols = mock::symbols(mock::tensorrt_10_3, mock::orin_nano, mock::malloc);
+        Ok((ffi::Symbols { cuda_mem_get_info: Some(mock::memory_nano), ..symbols }, None))
+    };
+    let nano = backend(nano, dir.path());
+    agx.prepare(&digits, &PrepareOptions::default()).unwrap();
+    assert_eq!(engines_in(dir.path()).len(), 1);
+    nano.prepare(&digits, &PrepareOptions::default()).unwrap();
+    let engines = engines_in(dir.path());
+    assert_eq!(engines.len(), 2, "{engines:?}");
+    let devices: Vec<Option<String>> =
+        engines.iter().map(|e| cache::read_info(e).unwrap().unwrap().device).collect();
+    assert!(devices.contains(&Some("Orin, 30697 MiB".into())), "{devices:?}");
+    assert!(devices.contains(&Some("Orin, 7620 MiB".into())), "{devices:?}");
+    // An entry edgert wrote before the key had the device is a miss, rebuilt under the new key.
+    let old = engines_in(dir.path()).into_iter().next().unwrap();
+    let mut info = cache::read_info(&old).unwrap().unwrap();
+    info.device = None;
+    std::fs::write(cache::sidecar_path(&old), serde_json::to_vec(&info).unwrap()).unwrap();
+    agx.prepare(&digits, &PrepareOptions::default()).unwrap();
+    nano.prepare(&digits, &PrepareOptions::default()).unwrap();
+    assert_eq!(engines_in(dir.path()).len(), 2);
+    assert!(agx.version().unwrap().contains("Orin, 30697 MiB"), "{:?}", agx.version());
+}
+
+/// A Jetson's GPU memory is the system's: without --trt-workspace-mb a build is bounded to half the
+/// memory free, and says so; a desktop GPU keeps TensorRT's default.
+#[test]
+fn on_an_integrated_gpu_the_build_workspace_is_bounded_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let digits = model("digits_mlp_nchw.toml");
+    let mut trt = backend(orin_trt10, dir.path());
+    let (plan, _) = trt.build(&digits, 1).unwrap();
+    assert_eq!(mock::stamp(&plan).workspace_bytes, 10 << 30, "half of the mock Orin's 20 GiB free");
+    assert!(trt.version().unwrap().contains("engine builds take at most 10240 MiB of workspace"));
+    trt.options.workspace_mb = Some(512);
+    let (plan, _) = trt.build(&digits, 1).unwrap();
+    assert_eq!(mock::stamp(&plan).workspace_bytes, 512 << 20);
+    let desktop = || Ok((mock::symbols(mock::tensorrt_10_3, mock::desktop, mock::malloc), None));
+    let desktop = backend(desktop, dir.path());
+    let (plan, _) = desktop.build(&digits, 1).unwrap();
+    assert_eq!(mock::stamp(&plan).workspace_bytes, 0);
+    assert!(!desktop.version().unwrap().contains("workspace"));
 }
 
 fn write_engine(dir: &Path, plan: &[u8], info: Option<&cache::EngineInfo>) -> PathBuf {
@@ -395,6 +535,8 @@ fn an_engine_from_another_tensorrt_or_gpu_is_refused_with_how_to_rebuild() {
         model_sha256: "00".repeat(32),
         tensorrt: "8.6.2".into(),
         sm: "8.7".into(),
+        device: None,
+        tactic_libraries: None,
         dla_core: None,
         precision: "fp16".into(),
         profile: "1x1x8x8".into(),
@@ -458,16 +600,144 @@ fn an_engine_whose_inputs_and_outputs_would_not_fit_the_memory_limit_is_refused(
     assert!(trt.prepare_engine_file(&path, &options(592_000)).is_ok());
 }
 
+/// An ONNX model that ignores its input `images` [1, 3, h, w] and gives `outputs` (f32, or INT32
+/// where `int32`) as constants: the outputs of an engine that ends in an NMS plugin.
+fn constant_outputs_onnx(h: i64, w: i64, outputs: &[(String, HostTensor, bool)]) -> Vec<u8> {
+    use prost::Message;
+    use tract_onnx::pb;
+
+    let value_info = |name: &str, elem_type: i32, dims: &[i64]| pb::ValueInfoProto {
+        name: name.into(),
+        r#type: Some(pb::TypeProto {
+            value: Some(pb::type_proto::Value::TensorType(pb::type_proto::Tensor {
+                elem_type,
+                shape: Some(pb::TensorShapeProto {
+                    dim: dims
+                        .iter()
+                        .map(|&d| pb::tensor_shape_proto::Dimension {
+                            value: Some(pb::tensor_shape_proto::dimension::Value::DimValue(d)),
+                            ..Default::default()
+                        })
+                        .collect(),
+                }),
+            })),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let (mut nodes, mut graph_outputs) = (Vec::new(), Vec::new());
+    for (name, tensor, int32) in outputs {
+        let dims: Vec<i64> = tensor.shape.iter().map(|&d| d as i64).collect();
+        let (elem_type, value) = match int32 {
+            true => (
+                6,
+                pb::TensorProto {
+                    dims: dims.clone(),
+                    data_type: 6,
+                    int32_data: tensor.data.iter().map(|&v| v as i32).collect(),
+                    ..Default::default()
+                },
+            ),
+            false => (
+                1,
+                pb::TensorProto {
+                    dims: dims.clone(),
+                    data_type: 1,
+                    float_data: tensor.data.clone(),
+                    ..Default::default()
+                },
+            ),
+        };
+        nodes.push(pb::NodeProto {
+            op_type: "Constant".into(),
+            output: vec![name.clone()],
+            attribute: vec![pb::AttributeProto {
+                name: "value".into(),
+                r#type: 4,
+                t: Some(value),
+                ..Default::default()
+            }],
+            ..Default::default()
+        });
+        graph_outputs.push(value_info(name, elem_type, &dims));
+    }
+    let graph = pb::GraphProto {
+        node: nodes,
+        input: vec![value_info("images", 1, &[1, 3, h, w])],
+        output: graph_outputs,
+        ..Default::default()
+    };
+    pb::ModelProto {
+        ir_version: 8,
+        opset_import: vec![pb::OperatorSetIdProto { domain: String::new(), version: 17 }],
+        graph: Some(graph),
+        ..Default::default()
+    }
+    .encode_to_vec()
+}
+
+/// An engine ending in EfficientNMS_TRT gives `num_detections` and `detection_classes` as INT32:
+/// they are read into f32 exactly, and its boxes decode as the plugin's layout says.
 #[test]
-fn an_engine_with_int8_inputs_is_refused_with_the_types_edgert_feeds() {
+fn an_engine_with_int32_nms_outputs_runs_and_its_boxes_decode() {
+    use crate::postprocess::detect::Decoder;
+    use crate::postprocess::fixtures::{arrays, fixtures, geometry};
+
     let dir = tempfile::tempdir().unwrap();
-    let path = write_engine(dir.path(), &mock::plan(&digits_onnx(), 100300, "8.7", ffi::I8), None);
-    let message = backend(orin_trt10, dir.path())
-        .prepare_engine_file(&path, &PrepareOptions::default())
-        .err()
-        .unwrap()
-        .to_string();
-    assert!(message.contains("is i8") && message.contains("f32 and f16 tensors"), "{message}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(fixtures().join("efficient_nms.json")).unwrap()).unwrap();
+    let order = ["num_detections", "detection_boxes", "detection_scores", "detection_classes"];
+    let mut raw = arrays(&fixtures().join("efficient_nms.npz"));
+    raw.sort_by_key(|(name, _)| order.iter().position(|o| o == name));
+    let outputs: Vec<(String, HostTensor, bool)> = raw
+        .iter()
+        .map(|(n, t)| (n.clone(), t.clone(), n == "num_detections" || n == "detection_classes"))
+        .collect();
+    let onnx = constant_outputs_onnx(160, 224, &outputs);
+    let plugin_types = vec![ffi::I32, ffi::F32, ffi::F32, ffi::I32];
+    let path = write_engine(dir.path(), &mock::plan_with_outputs(&onnx, 100300, "8.7", plugin_types), None);
+    let prepared =
+        backend(orin_trt10, dir.path()).prepare_engine_file(&path, &PrepareOptions::default()).unwrap();
+    let types: Vec<DataType> = prepared.outputs().iter().map(|o| o.dtype).collect();
+    assert_eq!(types, [DataType::I32, DataType::F32, DataType::F32, DataType::I32]);
+    let got = prepared.spawn().unwrap().run(&HostTensor::zeros(&[1, 3, 160, 224])).unwrap();
+    for ((name, want, _), got) in outputs.iter().zip(&got) {
+        assert_eq!((&got.shape, &got.data), (&want.shape, &want.data), "{name}");
+    }
+    let mut spec =
+        crate::model::manifest::DetectSpec::new(crate::model::manifest::DetectFormat::EfficientNms);
+    spec.confidence = json["confidence"].as_f64().unwrap() as f32;
+    let decoder = Decoder::new(&spec, prepared.outputs(), (160, 224)).unwrap();
+    let found =
+        decoder.decode(&got, 0, &geometry(&json), |c| c.to_string(), MemoryLimit::from_mib(16)).unwrap();
+    let wanted = json["detections"].as_array().unwrap();
+    assert!(!wanted.is_empty());
+    let classes = |d: &serde_json::Value| d[5].as_u64().unwrap() as usize;
+    assert_eq!(
+        found.iter().map(|d| d.class_id).collect::<Vec<_>>(),
+        wanted.iter().map(classes).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn an_engine_with_int8_inputs_or_fp8_outputs_is_refused_with_the_types_edgert_exchanges() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases = [
+        (mock::plan(&digits_onnx(), 100300, "8.7", ffi::I8), "is i8; edgert feeds engines f32 or f16 inputs"),
+        (
+            mock::plan_with_outputs(&digits_onnx(), 100300, "8.7", vec![ffi::FP8]),
+            "is fp8; edgert reads f32, f16, i32, i64 and bool outputs",
+        ),
+    ];
+    for (plan, says) in cases {
+        let path = write_engine(dir.path(), &plan, None);
+        let message = backend(orin_trt10, dir.path())
+            .prepare_engine_file(&path, &PrepareOptions::default())
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(message.contains(says), "{message}");
+    }
 }
 
 #[test]

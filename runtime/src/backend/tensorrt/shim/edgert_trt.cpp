@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "logger.h"
+#include "plugins.h"
 #include "version.h"
 
 using edgert::Logger;
@@ -179,10 +180,10 @@ edgert_trt_runtime* edgert_trt_runtime_create(const edgert_trt_symbols* symbols,
     runtime->sym = *symbols;
     runtime->version = version;
     runtime->logger.begin();
-    // The plugin library keeps this logger: the runtime (one a process) outlives its plugins' use.
     if (symbols->init_plugins != nullptr) {
-        if (!symbols->init_plugins(&runtime->logger, "")) {
-            fail(error, "initLibNvInferPlugins failed: " + runtime->logger.take("no reason given"));
+        std::string reason;
+        if (!edgert::init_plugins_once(symbols->init_plugins, reason)) {
+            fail(error, "initLibNvInferPlugins failed: " + reason);
             return nullptr;
         }
         runtime->plugins = true;
@@ -524,7 +525,8 @@ int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes
         fail(error, "creating the network, config or ONNX parser failed: " + logger.take("no reason given"));
         return 1;
     }
-    if (!parser->parse(onnx, bytes)) {
+    // With the model's path the parser finds external weights beside it, wherever edgert runs.
+    if (!parser->parse(onnx, bytes, options->model_path)) {
         std::string reasons;
         for (int32_t i = 0; i < parser->getNbErrors(); ++i) {
             reasons += (i ? "; " : "") + std::string(parser->getError(i)->desc());
@@ -589,9 +591,19 @@ int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes
     if (options->workspace_bytes > 0) {
         config->setMemoryPoolLimit(MemoryPoolType::kWORKSPACE, static_cast<size_t>(options->workspace_bytes));
     }
+    // A cache from another release or GPU is refused with an error logged (and, by some releases,
+    // a null cache): the caller builds again without it rather than failing the build.
+    logger.begin();
     Owned<ITimingCache> timing_cache(config->createTimingCache(options->timing_cache, options->timing_cache_bytes));
-    if (!timing_cache || !config->setTimingCache(*timing_cache, false)) {
-        fail(error, "the timing cache was refused: " + logger.take("corrupt or from another TensorRT version"));
+    bool refused = !timing_cache || !config->setTimingCache(*timing_cache, false);
+    std::string reason = logger.take("");
+    if (options->timing_cache_bytes > 0 && (refused || !reason.empty())) {
+        fail(error, "TensorRT refused the timing cache: " +
+                        (reason.empty() ? std::string("corrupt, or from another TensorRT release or GPU") : reason));
+        return EDGERT_TRT_TIMING_CACHE_REFUSED;
+    }
+    if (refused) {
+        fail(error, "creating an empty timing cache failed: " + (reason.empty() ? std::string("no reason given") : reason));
         return 1;
     }
     IOptimizationProfile* profile = nullptr;

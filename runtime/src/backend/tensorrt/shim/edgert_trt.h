@@ -43,7 +43,20 @@ typedef struct edgert_trt_symbols {
     int (*cuda_get_device)(int* device);
     int (*cuda_device_get_attribute)(int* value, int attribute, int device);
     const char* (*cuda_get_error_string)(int error);
+    int (*cuda_mem_get_info)(size_t* free_bytes, size_t* total_bytes);
+    /* Read by edgert, not the shim, to key built engines by the device and the libraries their
+     * tactics came from; each NULL when not found. libcuda: */
+    int (*cu_init)(unsigned int flags);
+    int (*cu_device_get)(int* device, int ordinal);
+    int (*cu_device_get_name)(char* name, int length, int device);
+    /* TensorRT 8.x tactics come from cuDNN and cuBLASLt: */
+    size_t (*cudnn_get_version)(void);
+    size_t (*cublaslt_get_version)(void);
 } edgert_trt_symbols;
+
+/* What a call that fails returns: 1, or, from edgert_trt_build, this when TensorRT refused the
+ * timing cache it was given (another TensorRT release or GPU wrote it). */
+#define EDGERT_TRT_TIMING_CACHE_REFUSED 2
 
 /* Filled by any call that fails; the message is one line. */
 typedef struct edgert_trt_error {
@@ -133,6 +146,9 @@ typedef struct edgert_trt_build_options {
     int64_t profile_max[EDGERT_TRT_MAX_DIMS];
     /* INT8 scales from calibration batches rather than Q/DQ nodes; NULL: none. Needs int8. */
     const edgert_trt_calibrator* calibrator;
+    /* The model's absolute path, where the parser finds external weights (`location` relative to
+     * the model's folder); NULL: the model has none. */
+    const char* model_path;
 } edgert_trt_build_options;
 
 /* Bytes the shim allocated; freed with edgert_trt_blob_free. */
@@ -169,7 +185,8 @@ int edgert_trt_context_tensor_shape(edgert_trt_context* context, const char* nam
 int edgert_trt_context_run(edgert_trt_context* context, const edgert_trt_binding* bindings, int32_t count,
                            edgert_trt_timing* timing, edgert_trt_error* error);
 
-/* Builds a serialized engine from an ONNX model; `timing_cache_out` may be NULL. */
+/* Builds a serialized engine from an ONNX model; `timing_cache_out` may be NULL. Returns 0, 1 or
+ * EDGERT_TRT_TIMING_CACHE_REFUSED (nothing built: build again without that cache). */
 int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes,
                      const edgert_trt_build_options* options, edgert_trt_blob* plan,
                      edgert_trt_blob* timing_cache_out, edgert_trt_error* error);

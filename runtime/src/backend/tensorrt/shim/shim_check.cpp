@@ -1,6 +1,6 @@
 // Checks the parts of the shim that need no TensorRT, so they run wherever a C++ compiler does:
-// the logger (logger.h, against a stand-in for TensorRT's ILogger), the version rule (version.h)
-// and the INT8 calibrator (calibrator.h, against a stand-in for TensorRT's calibrator interface
+// the logger (logger.h, against a stand-in for TensorRT's ILogger), plugin registration
+// (plugins.h), the version rule (version.h) and the INT8 calibrator (calibrator.h, against a stand-in for TensorRT's calibrator interface
 // and a fake CUDA runtime). `edgert_trt_shim_check` returns 0, or the number of the first check that failed.
 // Called by a Rust test (`ffi.rs`).
 
@@ -32,6 +32,7 @@ public:
 
 #include "calibrator.h"
 #include "logger.h"
+#include "plugins.h"
 #include "version.h"
 
 namespace {
@@ -72,6 +73,44 @@ int logger_checks() {
     other.join();
     if (logger.take("none") != "none") {
         return 5;
+    }
+    // TensorRT 8.x's skipped tactics log out-of-memory errors before the real failure.
+    logger.begin();
+    logger.log(Severity::kERROR, "1: [defaultAllocator.cpp::allocate::20] Error Code 1: Cuda Runtime (out of memory)");
+    logger.log(Severity::kERROR, "2: [virtualMemoryBuffer.cpp::resizePhysical] Error Code 2: OutOfMemory");
+    logger.log(Severity::kERROR, "4: [network.cpp::validate] Error Code 4: Internal Error (no implementation)");
+    if (logger.take("none") != "4: [network.cpp::validate] Error Code 4: Internal Error (no implementation)") {
+        return 6;
+    }
+    // Where running out of memory is all that went wrong, it is the reason.
+    logger.begin();
+    logger.log(Severity::kERROR, "Error Code 1: Cuda Runtime (out of memory)");
+    logger.log(Severity::kERROR, "Error Code 2: OutOfMemory");
+    if (logger.take("none") != "Error Code 1: Cuda Runtime (out of memory)" || logger.take("none") != "none") {
+        return 7;
+    }
+    return 0;
+}
+
+// A stand-in for initLibNvInferPlugins: counts its calls and keeps the logger it was given.
+int plugin_inits = 0;
+void* plugin_logger_given = nullptr;
+bool fake_init_plugins(void* logger, const char*) {
+    ++plugin_inits;
+    plugin_logger_given = logger;
+    return true;
+}
+
+int plugin_checks() {
+    // Asked by two runtimes: registered once, with the process's logger, which no runtime frees.
+    std::string reason;
+    bool first = edgert::init_plugins_once(fake_init_plugins, reason);
+    bool second = edgert::init_plugins_once(fake_init_plugins, reason);
+    if (!first || !second || plugin_inits != 1) {
+        return 41;
+    }
+    if (plugin_logger_given != static_cast<nvinfer1::ILogger*>(&edgert::plugin_logger())) {
+        return 42;
     }
     return 0;
 }
@@ -236,5 +275,6 @@ int calibrator_checks() {
 extern "C" int edgert_trt_shim_check(void) {
     int failed = logger_checks();
     failed = failed != 0 ? failed : version_checks();
+    failed = failed != 0 ? failed : plugin_checks();
     return failed != 0 ? failed : calibrator_checks();
 }
