@@ -36,21 +36,29 @@ impl FrameUpload {
     /// Puts `frame` where this stream's kernels read it and returns that device address, valid
     /// until the next call.
     pub fn upload(&mut self, frame: &[u8]) -> Result<u64, GpuError> {
-        if self.staging.as_ref().is_none_or(|s| s.len() != frame.len()) {
-            self.allocate(frame.len())?;
-        }
-        let staging = self.staging.as_mut().expect("allocated above");
-        if self.zero_copy {
-            // A kernel may still be reading the last frame from this memory.
-            self.stream.synchronize().map_err(|e| driver_error("waiting for the last frame", e))?;
-        }
-        // Waits for the last copy out of the staging memory, if any is still running.
-        let host = staging.as_mut_slice().map_err(|e| driver_error("waiting for the last upload", e))?;
-        host.copy_from_slice(frame);
-        if let Some(device) = &mut self.device {
-            self.stream
-                .memcpy_htod(&*staging, device)
-                .map_err(|e| driver_error("copying the frame to the GPU", e))?;
+        let held = self.staging.as_ref().map(|s| s.len());
+        for step in steps(held, frame.len(), self.zero_copy) {
+            match step {
+                Step::Synchronize => {
+                    self.stream.synchronize().map_err(|e| driver_error("waiting for the last frame", e))?
+                }
+                Step::Reallocate => self.allocate(frame.len())?,
+                Step::Write => {
+                    let staging = self.staging.as_mut().expect("allocated before written");
+                    // Waits for the last copy out of the staging memory, if any is still running.
+                    let host =
+                        staging.as_mut_slice().map_err(|e| driver_error("waiting for the last upload", e))?;
+                    host.copy_from_slice(frame);
+                }
+                Step::CopyToDevice => {
+                    let (staging, device) = (self.staging.as_ref(), self.device.as_mut());
+                    if let (Some(staging), Some(device)) = (staging, device) {
+                        self.stream
+                            .memcpy_htod(staging, device)
+                            .map_err(|e| driver_error("copying the frame to the GPU", e))?;
+                    }
+                }
+            }
         }
         Ok(self.address)
     }
@@ -85,5 +93,59 @@ impl FrameUpload {
         }
         self.staging = Some(staging);
         Ok(())
+    }
+}
+
+/// What an upload does, in order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Step {
+    /// Waits for the stream: its kernels and copies of the last frame are done with the memory.
+    Synchronize,
+    /// Frees the staging (and device) memory and allocates it at the new frame's size.
+    Reallocate,
+    /// Copies the frame into the staging memory.
+    Write,
+    /// Copies the staging memory to the device (discrete GPUs).
+    CopyToDevice,
+}
+
+/// The steps of uploading a frame of `bytes` when `held` bytes of staging exist. Memory a kernel
+/// may still read is neither freed (a frame of another size) nor overwritten (zero copy) before
+/// the stream is waited for.
+fn steps(held: Option<usize>, bytes: usize, zero_copy: bool) -> Vec<Step> {
+    let resize = held != Some(bytes);
+    let mut steps = Vec::new();
+    if resize && held.is_some() || !resize && zero_copy {
+        steps.push(Step::Synchronize);
+    }
+    if resize {
+        steps.push(Step::Reallocate);
+    }
+    steps.push(Step::Write);
+    if !zero_copy {
+        steps.push(Step::CopyToDevice);
+    }
+    steps
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{steps, Step::*};
+
+    #[test]
+    fn memory_a_kernel_may_read_is_waited_for_before_it_is_freed_or_overwritten() {
+        // A new size frees the old buffers: on a Jetson a kernel may still read the mapped frame,
+        // on a desktop GPU a copy may still read the pinned one.
+        for zero_copy in [true, false] {
+            let changed = steps(Some(640 * 480 * 2), 1280 * 720 * 2, zero_copy);
+            assert_eq!(changed[..2], [Synchronize, Reallocate], "zero copy {zero_copy}");
+        }
+        // The same size: mapped memory is overwritten only after the last frame's kernels; pinned
+        // memory waits for its own copy (`as_mut_slice`), not for the whole stream.
+        assert_eq!(steps(Some(100), 100, true), [Synchronize, Write]);
+        assert_eq!(steps(Some(100), 100, false), [Write, CopyToDevice]);
+        // The first frame: nothing to wait for.
+        assert_eq!(steps(None, 100, true), [Reallocate, Write]);
+        assert_eq!(steps(None, 100, false), [Reallocate, Write, CopyToDevice]);
     }
 }

@@ -1,5 +1,5 @@
-//! CUDA plumbing (feature `cuda` and one CUDA API version): cudarc loads libcuda and libnvrtc at
-//! run time, so the build needs no CUDA and the binary starts without a GPU. Everything is probed
+//! CUDA plumbing (feature `cuda` and one CUDA API version): cudarc loads libcuda and `nvrtc` loads
+//! libnvrtc at run time, so the build needs no CUDA and the binary starts without a GPU. Everything is probed
 //! before use: cudarc panics on a missing library or symbol, so edgert checks the library, the
 //! driver's CUDA version and the device first and returns a `GpuError` naming what is missing,
 //! where it was looked for, and the fix.
@@ -7,6 +7,7 @@
 pub mod compile;
 pub mod device;
 pub mod host;
+pub mod nvrtc;
 
 #[cfg(not(any(
     feature = "cuda-11040",
@@ -35,7 +36,7 @@ pub fn version_text(encoded: i32) -> String {
     format!("{}.{}", encoded / 1000, (encoded % 1000) / 10)
 }
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum GpuError {
     /// A library that is not installed, or not where the loader looks.
     #[error("{library} not found (tried {tried} through the dynamic loader: LD_LIBRARY_PATH and ld.so.cache): {fix}")]

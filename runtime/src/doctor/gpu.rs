@@ -207,18 +207,35 @@ mod on_gpu {
             Ok(c) => c,
             Err(o) => return o,
         };
+        let sm = match context.compute_capability() {
+            Ok(sm) => sm,
+            Err(e) => return failed("the compute capability", e),
+        };
+        // Compiled now (or said to come from the cache), then loaded as the pipeline loads it.
+        let started = std::time::Instant::now();
+        let compiled = match crate::cuda::compile::kernels("fused", crate::preprocess::gpu::SOURCE, sm) {
+            Ok(c) => c,
+            Err(e) => {
+                return Outcome::fail(
+                    "the fused preprocessing kernel to compile for this GPU",
+                    e.to_string(),
+                    "NVRTC comes with CUDA (JetPack has it): put libnvrtc on the loader's path",
+                )
+            }
+        };
+        let how = match compiled.cached {
+            true => format!("taken from the cache in {}", crate::cuda::compile::cache_dir().display()),
+            false => format!("compiled now in {:.0} ms", started.elapsed().as_secs_f64() * 1e3),
+        };
         let (major, minor) = crate::cuda::compile::nvrtc_version().unwrap_or((0, 0));
         let plan = match plan() {
             Ok(p) => p,
             Err(o) => return o,
         };
         match GpuPreprocess::new(&context, plan) {
-            Ok(_) => Outcome::pass(format!(
-                "NVRTC {major}.{minor}; kernels cached in {}",
-                crate::cuda::compile::cache_dir().display()
-            )),
+            Ok(_) => Outcome::pass(format!("NVRTC {major}.{minor}, {}: {how}", compiled.target.name())),
             Err(e) => Outcome::fail(
-                "the fused preprocessing kernel to compile for this GPU",
+                "the fused preprocessing kernel to load on this GPU",
                 e.to_string(),
                 "NVRTC comes with CUDA (JetPack has it): put libnvrtc on the loader's path",
             ),

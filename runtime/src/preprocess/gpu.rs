@@ -92,8 +92,9 @@ impl GpuPreprocess {
     pub fn new(context: &Arc<CudaContext>, plan: FusedPreprocess) -> Result<GpuPreprocess, GpuError> {
         let sm =
             context.compute_capability().map_err(|e| driver_error("reading the compute capability", e))?;
-        let ptx = compile::ptx("fused", SOURCE, sm)?;
-        let module = context.load_module(ptx).map_err(|e| driver_error("loading the kernels", e))?;
+        let compiled = compile::kernels("fused", SOURCE, sm)?;
+        let module =
+            context.load_module(compiled.module).map_err(|e| driver_error("loading the kernels", e))?;
         let load = |name| module.load_function(name).map_err(|e| driver_error(name, e));
         let kernels = [load(f32::KERNEL)?, load(u16::KERNEL)?];
         let stream = context.default_stream();
