@@ -84,10 +84,17 @@ pub fn main(args: BuildEngineArgs) -> anyhow::Result<ExitCode> {
         },
     };
     let started = std::time::Instant::now();
-    let (plan, info) = TensorrtBackend::with_options(options).build(&model, args.batch)?;
-    cache::write(&args.out, &plan, &info)?;
+    let built = TensorrtBackend::with_options(options).build_placed(&model, args.batch)?;
+    let (plan, info) = (&built.plan, &built.info);
+    cache::write(&args.out, plan, info)?;
+    let dla = match info.dla_core {
+        Some(core) => {
+            format!(", {} of {} layers on DLA {core}", built.placement.on_dla, built.placement.layers)
+        }
+        None => String::new(),
+    };
     super::emit(&format!(
-        "{}: {} bytes, TensorRT {}, compute {}, {}, input {}, built in {:.1} s",
+        "{}: {} bytes, TensorRT {}, compute {}, {}, input {}{dla}, built in {:.1} s",
         args.out.display(),
         plan.len(),
         info.tensorrt,

@@ -151,7 +151,18 @@ mod on_trt {
         engine_against_cpu(make, &w.manifest, options(&w, Some(BuildPrecision::Fp32)), FP32)
     }
 
+    /// TensorRT 11 builds a model in the types it has: no FP16 engine of the FP32 model.
+    fn typed(make: Make) -> bool {
+        make(TrtOptions::default()).builds_typed().unwrap_or(false)
+    }
+
     pub fn fp16_engine(make: Make, _: &Options, _: &Facts) -> Outcome {
+        if typed(make) {
+            return Outcome::skip(
+                "TensorRT 11 builds a model in the types it has, and the embedded model is FP32 (the fp32 check \
+                 covers it)",
+            );
+        }
         let w = match written() {
             Ok(w) => w,
             Err(o) => return o,
@@ -238,9 +249,34 @@ mod on_trt {
             Ok(w) => w,
             Err(o) => return o,
         };
-        let options = TrtOptions { dla_core: Some(0), ..options(&w, Some(BuildPrecision::Fp16)) };
-        match engine_against_cpu(make, &w.manifest, options, FP16) {
-            Outcome::Pass { seen } => Outcome::pass(format!("{cores} DLA cores; on DLA 0: {seen}")),
+        // DLA runs FP16 and INT8: the FP32 model built in FP16, or, where TensorRT builds a model
+        // in its own types (11), the Q/DQ model.
+        let (manifest, precision, tolerance) = match typed(make) {
+            true => (&w.int8_manifest, None, INT8),
+            false => (&w.manifest, Some(BuildPrecision::Fp16), FP16),
+        };
+        let options = TrtOptions { dla_core: Some(0), ..options(&w, precision) };
+        // With GPU fallback an engine builds and runs even when nothing runs on the DLA.
+        let model = match embedded::load(manifest) {
+            Ok(m) => m,
+            Err(e) => return Outcome::fail("the embedded model to load", e, "a bug in edgert: report it"),
+        };
+        let placement = match make(options.clone()).build_placed(&model, 1) {
+            Ok(built) => built.placement,
+            Err(e) => {
+                return Outcome::fail("an engine built for DLA 0", format!("TensorRT, preparing: {e}"), FIX)
+            }
+        };
+        if placement.on_dla == 0 {
+            return Outcome::fail(
+                "layers of the embedded model placed on DLA 0",
+                format!("all {} layers fell back to the GPU", placement.layers),
+                "DLA support depends on the JetPack: check `jetson_release`, or run without --trt-dla",
+            );
+        }
+        let on = format!("{} of {} layers on DLA 0", placement.on_dla, placement.layers);
+        match engine_against_cpu(make, manifest, options, tolerance) {
+            Outcome::Pass { seen } => Outcome::pass(format!("{cores} DLA cores; {on}: {seen}")),
             other => other,
         }
     }
@@ -274,7 +310,36 @@ mod tests {
         for d in &done {
             assert!(d.outcome.passed(), "{}: {:?}", d.name, d.outcome);
         }
-        assert!(matches!(outcome(&done, "dla"), Outcome::Pass { seen } if seen.starts_with("2 DLA cores")));
+        assert!(
+            matches!(outcome(&done, "dla"), Outcome::Pass { seen } if seen.starts_with("2 DLA cores; 3 of 4 layers on DLA 0")),
+            "{:?}",
+            outcome(&done, "dla")
+        );
+    }
+
+    #[test]
+    fn against_tensorrt_11_the_fp16_check_is_skipped_and_the_rest_pass() {
+        let done = run(crate::backend::tensorrt::mocked_trt11);
+        for d in &done {
+            match d.name.as_str() {
+                "fp16 engine" => assert!(
+                    matches!(&d.outcome, Outcome::Skip { reason } if reason.contains("TensorRT 11 builds a model in the types it has")),
+                    "{:?}",
+                    d.outcome
+                ),
+                _ => assert!(d.outcome.passed(), "{}: {:?}", d.name, d.outcome),
+            }
+        }
+    }
+
+    #[test]
+    fn a_dla_engine_whose_layers_all_fell_back_to_the_gpu_fails_the_dla_check() {
+        let done = run(|o| crate::backend::tensorrt::mocked(&mock::API_NO_DLA_LAYERS, o));
+        match outcome(&done, "dla") {
+            Outcome::Fail { seen, .. } => assert!(seen.contains("layers fell back to the GPU"), "{seen}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(outcome(&done, "fp16 engine").passed());
     }
 
     #[test]

@@ -185,6 +185,8 @@ pub struct BuildOptions {
     pub calibrator: *const Calibrator,
     /// The model's absolute path, for external weights; null: none.
     pub model_path: *const c_char,
+    /// FP8 kernels, for FP8 Q/DQ models (TensorRT 8.6 to 10).
+    pub fp8: i32,
 }
 
 /// `next_batch(user, name, host, bytes)`: 1 filled, 0 no more batches, -1 failed.
@@ -210,6 +212,15 @@ impl Blob {
     pub fn empty() -> Blob {
         Blob { data: std::ptr::null_mut(), bytes: 0 }
     }
+}
+
+/// Where a build placed the network's layers.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BuildReport {
+    pub layers: i32,
+    /// Of `layers`, those TensorRT places on the DLA core asked for (0 without one).
+    pub dla_layers: i32,
 }
 
 /// Opaque handles: what they point at belongs to the shim.
@@ -257,6 +268,7 @@ pub struct Api {
         *const BuildOptions,
         *mut Blob,
         *mut Blob,
+        *mut BuildReport,
         *mut ErrorBuf,
     ) -> c_int,
     pub blob_free: unsafe extern "C" fn(*mut Blob),
@@ -315,6 +327,7 @@ pub static LINKED: Api = {
             o: *const BuildOptions,
             plan: *mut Blob,
             cache: *mut Blob,
+            report: *mut BuildReport,
             e: *mut ErrorBuf,
         ) -> c_int;
         fn edgert_trt_blob_free(b: *mut Blob);
@@ -376,10 +389,12 @@ mod tests {
             offset_of!(BuildOptions, profile_max),
             offset_of!(BuildOptions, calibrator),
             offset_of!(BuildOptions, model_path),
+            offset_of!(BuildOptions, fp8),
             size_of::<Calibrator>(),
             offset_of!(Calibrator, next_batch),
             offset_of!(Calibrator, write_cache),
             size_of::<Blob>(),
+            size_of::<BuildReport>(),
         ];
         assert_eq!(&c[..count], &rust[..]);
     }

@@ -105,12 +105,18 @@ impl Runtime {
         Ok(engine)
     }
 
-    /// A serialized engine built from ONNX bytes, and the updated timing cache.
-    pub fn build(&self, onnx: &[u8], options: &ffi::BuildOptions) -> Result<(Vec<u8>, Vec<u8>), TrtError> {
+    /// A serialized engine built from ONNX bytes, the updated timing cache, and where the layers
+    /// were placed.
+    pub fn build(
+        &self,
+        onnx: &[u8],
+        options: &ffi::BuildOptions,
+    ) -> Result<(Vec<u8>, Vec<u8>, ffi::BuildReport), TrtError> {
         let mut error = ErrorBuf::new();
         let (mut plan, mut timing_cache) = (ffi::Blob::empty(), ffi::Blob::empty());
+        let mut report = ffi::BuildReport::default();
         // SAFETY: the runtime is live, `onnx` and `options` are readable for the call, and the shim
-        // writes the two blobs (freed below) and at most an `ErrorBuf`.
+        // writes the two blobs (freed below), one report and at most an `ErrorBuf`.
         let status = unsafe {
             (self.api.build)(
                 self.raw,
@@ -119,6 +125,7 @@ impl Runtime {
                 options,
                 &mut plan,
                 &mut timing_cache,
+                &mut report,
                 &mut error,
             )
         };
@@ -139,7 +146,7 @@ impl Runtime {
             ffi::TIMING_CACHE_REFUSED => return Err(TrtError::TimingCacheRefused(error.text())),
             _ => return Err(TrtError::Call(error.text())),
         }
-        Ok((plan, timing_cache))
+        Ok((plan, timing_cache, report))
     }
 }
 

@@ -29,6 +29,8 @@ pub struct Stamp {
     sm: String,
     pub fp16: bool,
     pub int8: bool,
+    #[serde(default)]
+    pub fp8: bool,
     /// The inputs' and outputs' type (`ffi::F32`, `F16` as with `--inputIOFormats=fp16:chw`, ...).
     io_dtype: i32,
     /// Each output's type where it is not `io_dtype` (an NMS plugin's INT32 `num_detections`).
@@ -107,6 +109,17 @@ fn graph_needs(proto: &tract_onnx::pb::ModelProto) -> (bool, Vec<String>) {
     (qdq, plugins)
 }
 
+/// The operators the mock's DLA runs (a few of those NVIDIA's DLA supports); others fall back.
+fn runs_on_dla(op: &str) -> bool {
+    ["Conv", "Gemm", "MatMul", "Relu", "Add", "Mul", "MaxPool", "AveragePool", "Concat", "Sigmoid"]
+        .contains(&op)
+}
+
+/// Whether the graph's Q/DQ nodes are FP8 ones (an FP8 zero point, ONNX types 17 to 20).
+fn fp8_qdq(proto: &tract_onnx::pb::ModelProto) -> bool {
+    onnx::graph(proto).initializer.iter().any(|t| (17..=20).contains(&t.data_type))
+}
+
 struct MockContext {
     engine: *const MockEngine,
     input_shape: Option<Vec<usize>>,
@@ -142,6 +155,7 @@ pub fn plan_with(
         sm: sm.into(),
         fp16: false,
         int8: false,
+        fp8: false,
         io_dtype,
         output_dtypes: Vec::new(),
         io_format: io_format.map(String::from),
@@ -530,6 +544,7 @@ unsafe extern "C" fn build(
     options: *const BuildOptions,
     plan: *mut Blob,
     timing_cache: *mut Blob,
+    report: *mut ffi::BuildReport,
     error: *mut ErrorBuf,
 ) -> c_int {
     let runtime = &*runtime.cast::<MockRuntime>();
@@ -569,8 +584,28 @@ unsafe extern "C" fn build(
         fail(error, "INT8 needs scales: the model has no Q/DQ nodes and no calibration set was given");
         return 1;
     }
-    if qdq && options.int8 == 0 && runtime.version < 110000 {
-        fail(error, "the model has Q/DQ nodes, which TensorRT builds only with INT8 enabled");
+    let typed = runtime.version >= 110000;
+    if typed && (options.fp16 != 0 || options.int8 != 0 || options.fp8 != 0) {
+        fail(error, "TensorRT 11 has no FP16/INT8/FP8 builder flags: it builds the types the model has");
+        return 1;
+    }
+    if options.fp8 != 0 && runtime.version < 100000 {
+        fail(error, "TensorRT 8 has no FP8 kernels");
+        return 1;
+    }
+    // As TensorRT (weakly typed): INT8 Q/DQ pairs need the INT8 flag, FP8 ones the FP8 flag.
+    if !typed && qdq && fp8_qdq(&proto) && options.fp8 == 0 {
+        fail(
+            error,
+            "the model has FP8 Q/DQ nodes: [network.cpp::validate] FP8 layers need BuilderFlag::kFP8",
+        );
+        return 1;
+    }
+    if !typed && qdq && options.int8 == 0 && options.fp8 == 0 {
+        fail(
+            error,
+            "the model has Q/DQ nodes, which TensorRT builds only with INT8 (or, for FP8 ones, FP8) enabled",
+        );
         return 1;
     }
     if options.dla_core >= 0 {
@@ -579,7 +614,7 @@ unsafe extern "C" fn build(
             fail(error, &format!("DLA core {core} does not exist: this device has {cores} DLA cores"));
             return 1;
         }
-        if options.fp16 == 0 && options.int8 == 0 {
+        if options.fp16 == 0 && options.int8 == 0 && !typed {
             fail(error, "DLA runs FP16 and INT8 only: build with fp16 or int8");
             return 1;
         }
@@ -607,6 +642,7 @@ unsafe extern "C" fn build(
         sm: runtime.sm.clone(),
         fp16: options.fp16 != 0,
         int8: options.int8 != 0,
+        fp8: options.fp8 != 0,
         io_dtype: ffi::F32,
         output_dtypes: Vec::new(),
         io_format: None,
@@ -615,6 +651,9 @@ unsafe extern "C" fn build(
         dla_core: (options.dla_core >= 0).then_some(options.dla_core),
         workspace_bytes: options.workspace_bytes,
     };
+    let nodes = onnx::all_nodes(onnx::graph(&proto));
+    let on_dla = nodes.iter().filter(|n| options.dla_core >= 0 && runs_on_dla(&n.op_type)).count();
+    *report = ffi::BuildReport { layers: nodes.len() as i32, dla_layers: on_dla as i32 };
     *plan = leak(stamped(&stamp, model));
     if !timing_cache.is_null() {
         *timing_cache = leak(timing_cache_of(runtime));
@@ -729,6 +768,24 @@ pub static API: Api = CALLS;
 /// A TensorRT whose engines answer wrongly: every output one more than it should be.
 pub static API_WRONG_OUTPUTS: Api = Api { context_run: context_run_off_by_one, ..CALLS };
 
+/// A TensorRT that places no layer on the DLA (each falls back to the GPU).
+pub static API_NO_DLA_LAYERS: Api = Api { build: build_without_dla, ..CALLS };
+
+unsafe extern "C" fn build_without_dla(
+    runtime: *mut ffi::RuntimeHandle,
+    onnx: *const c_void,
+    bytes: usize,
+    options: *const BuildOptions,
+    plan: *mut Blob,
+    timing_cache: *mut Blob,
+    report: *mut ffi::BuildReport,
+    error: *mut ErrorBuf,
+) -> c_int {
+    let code = build(runtime, onnx, bytes, options, plan, timing_cache, report, error);
+    (*report).dla_layers = 0;
+    code
+}
+
 /// A TensorRT whose builder fails, as TensorRT's does when a layer has no implementation.
 pub static API_BUILD_FAILS: Api = Api { build: build_fails, ..CALLS };
 
@@ -766,6 +823,7 @@ unsafe extern "C" fn build_fails(
     _options: *const BuildOptions,
     _plan: *mut Blob,
     _timing_cache: *mut Blob,
+    _report: *mut ffi::BuildReport,
     error: *mut ErrorBuf,
 ) -> c_int {
     fail(error, "[optimizer] could not find any implementation for node /fc1/Gemm");

@@ -93,6 +93,11 @@ impl TensorrtBackend {
         Error::unavailable("tensorrt", reason)
     }
 
+    /// Whether this TensorRT builds models in their own types only (11 and later: no precision flags).
+    pub fn builds_typed(&self) -> std::result::Result<bool, TrtError> {
+        Ok(!self.runtime()?.version.has_precision_flags())
+    }
+
     /// The device's DLA cores (Xavier and Orin AGX and NX: 1 or 2; Orin Nano and desktop GPUs: 0).
     pub fn dla_cores(&self) -> std::result::Result<u32, TrtError> {
         Ok(self.runtime()?.device.dla_cores.max(0) as u32)
@@ -158,19 +163,46 @@ impl TensorrtBackend {
 
     /// Builds a serialized engine from a model: what `prepare` and `edgert build-engine` do.
     pub fn build(&self, model: &Model, batch: usize) -> Result<(Vec<u8>, EngineInfo)> {
+        self.build_placed(model, batch).map(|built| (built.plan, built.info))
+    }
+
+    /// `build`, with where TensorRT placed the layers (`build-engine` and `doctor` say it).
+    pub fn build_placed(&self, model: &Model, batch: usize) -> Result<Built> {
         model.onnx("building an engine")?;
         let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
         let (info, feeder) = planned(&runtime, model, batch, &self.options)?;
-        let plan = build_with(&runtime, model, batch, &self.options, feeder)?;
-        Ok((plan, info))
+        let (plan, placement) = build_with(&runtime, model, batch, &self.options, feeder)?;
+        Ok(Built { plan, info, placement })
     }
 }
 
 /// The backend against the mock shim, for other modules' tests (`doctor`): a TensorRT 10.3 on an
-/// Orin (2 DLA cores) whose calls are `api`'s (`mock::API`, `API_WRONG_OUTPUTS`, `API_BUILD_FAILS`).
+/// Orin (2 DLA cores) whose calls are `api`'s (`mock::API`, `API_WRONG_OUTPUTS`, `API_BUILD_FAILS`,
+/// `API_NO_DLA_LAYERS`).
 #[cfg(test)]
 pub(crate) fn mocked(api: &'static ffi::Api, options: TrtOptions) -> TensorrtBackend {
     TensorrtBackend::with(Some(api), tests::orin_trt10, options)
+}
+
+/// `mocked` with TensorRT 11.1, which has no precision flags.
+#[cfg(test)]
+pub(crate) fn mocked_trt11(options: TrtOptions) -> TensorrtBackend {
+    TensorrtBackend::with(Some(&mock::API), tests::orin_trt11, options)
+}
+
+/// A built engine: the plan, what it was built from and for, and where its layers run.
+pub struct Built {
+    pub plan: Vec<u8>,
+    pub info: EngineInfo,
+    pub placement: Placement,
+}
+
+/// Where a build placed the network's layers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub layers: u32,
+    /// Of `layers`, those on the DLA core asked for (0 without one): the rest run on the GPU.
+    pub on_dla: u32,
 }
 
 /// What `list_engine` found: the engine's tensors on this machine's TensorRT and GPU.
@@ -198,18 +230,50 @@ pub struct ListedTensor {
 /// The precision an engine of `model` is built in: the one asked for, else INT8 when
 /// calibrating, else what the model's weights are. A Q/DQ model builds with INT8 and FP16 both
 /// (`best`): TensorRT needs the INT8 flag for its Q/DQ nodes, and FP16 keeps the layers between
-/// them out of FP32. DLA runs FP16 and INT8 only, so FP32 becomes FP16 there, as trtexec does.
-fn precision(model: &Model, options: &TrtOptions) -> BuildPrecision {
+/// them out of FP32; an FP8 Q/DQ model needs the FP8 flag instead. DLA runs FP16 and INT8 only, so
+/// FP32 becomes FP16 there, as trtexec does. TensorRT 11 has no precision flags: it builds the
+/// types the model has (`check_request` refuses asking for others).
+fn precision(runtime: &Runtime, model: &Model, options: &TrtOptions) -> BuildPrecision {
+    if !runtime.version.has_precision_flags() {
+        return BuildPrecision::Typed;
+    }
     let asked = match (options.precision, &options.calibration) {
         (Some(precision), _) => precision,
         (None, Some(_)) => BuildPrecision::Int8,
         (None, None) => BuildPrecision::for_weights(model.precision()),
     };
     match asked {
+        _ if model.precision() == Precision::Fp8 => BuildPrecision::Fp8,
         _ if model.precision() == Precision::Int8Qdq => BuildPrecision::Best,
         BuildPrecision::Fp32 if options.dla_core.is_some() => BuildPrecision::Fp16,
         other => other,
     }
+}
+
+/// TensorRT 11 builds a model in the types it has: a precision, calibration or DLA core that would
+/// need others is refused with what to give instead.
+fn check_typed(runtime: &Runtime, model: &Model, options: &TrtOptions) -> Result<()> {
+    let own = BuildPrecision::for_weights(model.precision());
+    let path = model.source_path();
+    let version = &runtime.version;
+    if let Some(asked) = options.precision.filter(|&asked| asked != own) {
+        let reason = format!(
+            "--trt-precision {}: TensorRT {version} builds a model in the types it has ({}) and has no flag to \
+             change them: leave --trt-precision out, or give a model of that precision (models/variants.py \
+             makes FP16 and Q/DQ ones)",
+            asked.name(),
+            model.precision().name()
+        );
+        return Err(Error::input(path, reason));
+    }
+    if options.dla_core.is_some() && model.precision() == Precision::Fp32 {
+        let reason = format!(
+            "--trt-dla: DLA runs FP16 and INT8 only, and TensorRT {version} builds this FP32 model as FP32: give \
+             an FP16 or Q/DQ model"
+        );
+        return Err(Error::input(path, reason));
+    }
+    Ok(())
 }
 
 /// Refuses, before anything is built or cached, what TensorRT would refuse or do wrong: a
@@ -217,7 +281,18 @@ fn precision(model: &Model, options: &TrtOptions) -> BuildPrecision {
 /// model cannot take.
 fn check_request(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOptions) -> Result<()> {
     let path = model.source_path();
-    let quantized = model.precision() == Precision::Int8Qdq;
+    if !runtime.version.has_precision_flags() {
+        check_typed(runtime, model, options)?;
+    }
+    if model.precision() == Precision::Fp8 && !runtime.version.has_fp8() {
+        let reason = format!(
+            "has FP8 Q/DQ nodes, and TensorRT {} has no FP8 kernels (10 and later have, on GPUs of compute \
+             capability 8.9 and up)",
+            runtime.version
+        );
+        return Err(Error::input(path, reason));
+    }
+    let quantized = matches!(model.precision(), Precision::Int8Qdq | Precision::Fp8);
     if let (true, Some(asked @ (BuildPrecision::Fp32 | BuildPrecision::Fp16))) =
         (quantized, options.precision)
     {
@@ -228,7 +303,7 @@ fn check_request(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOp
         );
         return Err(Error::input(path, reason));
     }
-    let building = precision(model, options);
+    let building = precision(runtime, model, options);
     if !quantized && options.calibration.is_none() && building.int8() {
         let reason = format!(
             "--trt-precision {}: INT8 needs scales, and the model has no Q/DQ nodes: give a Q/DQ model \
@@ -278,7 +353,14 @@ fn feeder(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOptions) 
     let Some(calibration) = &options.calibration else {
         return Ok(None);
     };
-    let precision = precision(model, options);
+    if !runtime.version.has_int8_calibrator() {
+        return Err(Error::Usage(format!(
+            "--calib: TensorRT {} has no INT8 calibrator (TensorRT 11 removed it); quantize the model with \
+             Q/DQ nodes instead (models/variants.py)",
+            runtime.version
+        )));
+    }
+    let precision = precision(runtime, model, options);
     if !precision.int8() {
         return Err(Error::Usage(format!(
             "--calib calibrates INT8: it needs precision int8 or best, not {}",
@@ -294,13 +376,6 @@ fn feeder(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOptions) 
         let reason = format!("has {} inputs; calibration feeds models with one", model.inputs.len());
         return Err(Error::input(model.source_path(), reason));
     }
-    if !runtime.version.has_int8_calibrator() {
-        return Err(Error::Usage(format!(
-            "--calib: TensorRT {} has no INT8 calibrator (TensorRT 11 removed it); quantize the model with \
-             Q/DQ nodes instead (models/variants.py)",
-            runtime.version
-        )));
-    }
     Feeder::open(model, calibration.set.clone(), batch).map(Some)
 }
 
@@ -312,7 +387,7 @@ fn engine_info(
     options: &TrtOptions,
     feeder: Option<&Feeder>,
 ) -> Result<EngineInfo> {
-    let precision = precision(model, options);
+    let precision = precision(runtime, model, options);
     let shape: Vec<String> = model.input_shape(batch).iter().map(|d| d.to_string()).collect();
     Ok(EngineInfo {
         model_sha256: model.sha256.clone(),
@@ -378,9 +453,9 @@ fn build_with(
     batch: usize,
     options: &TrtOptions,
     mut feeder: Option<Feeder>,
-) -> Result<Vec<u8>> {
+) -> Result<(Vec<u8>, Placement)> {
     let path = &model.onnx_path;
-    let precision = precision(model, options);
+    let precision = precision(runtime, model, options);
     let onnx = model.onnx_bytes()?;
     let timing_cache = read_if_present(options.timing_cache.as_deref())?;
     let calibration_cache_file = options.calibration.as_ref().and_then(|c| c.cache.as_deref());
@@ -408,6 +483,7 @@ fn build_with(
         profile_max: dims,
         calibrator: calibrator.as_ref().map_or(std::ptr::null(), |c| c as *const ffi::Calibrator),
         model_path: model_path.as_ptr(),
+        fp8: precision.fp8() as i32,
     };
     if let (None, Some(mib)) = (options.workspace_mb, workspace(runtime, options)) {
         eprintln!(
@@ -427,9 +503,18 @@ fn build_with(
     if let Some(error) = feeder.as_mut().and_then(|f| f.error.take()) {
         return Err(error);
     }
-    let (plan, new_timing_cache) = built.map_err(|reason| {
+    let (plan, new_timing_cache, report) = built.map_err(|reason| {
         Error::input(path, format!("TensorRT {} could not build an engine: {reason}", runtime.version))
     })?;
+    let placement =
+        Placement { layers: report.layers.max(0) as u32, on_dla: report.dla_layers.max(0) as u32 };
+    if let (Some(core), 0) = (options.dla_core, placement.on_dla) {
+        eprintln!(
+            "edgert: warning: none of the {} layers of {} can run on DLA {core}: the engine runs on the GPU",
+            placement.layers,
+            path.display()
+        );
+    }
     if let Some(file) = &options.timing_cache {
         if !new_timing_cache.is_empty() {
             write_cache_file(file, &new_timing_cache)?;
@@ -440,7 +525,7 @@ fn build_with(
             write_cache_file(file, &feeder.cache_out)?;
         }
     }
-    Ok(plan)
+    Ok((plan, placement))
 }
 
 impl Backend for TensorrtBackend {
@@ -470,6 +555,7 @@ impl Backend for TensorrtBackend {
             Precision::Fp8 => {
                 let runtime = self.runtime().map_err(Unavailable::from)?;
                 let sm = (runtime.device.sm_major, runtime.device.sm_minor);
+                // A TensorRT without FP8 kernels is refused when the model is prepared, with its fix.
                 if sm >= (8, 9) {
                     Ok(())
                 } else {
@@ -515,7 +601,7 @@ impl Backend for TensorrtBackend {
             None => {
                 let (model_path, dir) = (model.onnx_path.display(), cache.dir.display());
                 eprintln!("edgert: building a TensorRT engine for {model_path} (cached in {dir})");
-                let plan = build_with(&runtime, model, options.batch, trt, feeder)?;
+                let (plan, _) = build_with(&runtime, model, options.batch, trt, feeder)?;
                 // A build can take minutes: a cache that cannot take it costs the next run a
                 // build, not this run its engine.
                 if let Err(e) = cache.store(&info, &plan) {

@@ -13,6 +13,12 @@ pub enum BuildPrecision {
     Int8,
     /// FP16 and INT8 kernels both allowed; TensorRT picks the faster per layer.
     Best,
+    /// An FP8 Q/DQ model (TensorRT 8.6 to 10: the FP8 flag, with FP16 between its Q/DQ pairs).
+    #[value(skip)]
+    Fp8,
+    /// TensorRT 11 and later: the types the model has (strongly typed networks, no precision flags).
+    #[value(skip)]
+    Typed,
 }
 
 impl BuildPrecision {
@@ -22,6 +28,8 @@ impl BuildPrecision {
             BuildPrecision::Fp16 => "fp16",
             BuildPrecision::Int8 => "int8",
             BuildPrecision::Best => "best",
+            BuildPrecision::Fp8 => "fp8",
+            BuildPrecision::Typed => "typed",
         }
     }
 
@@ -35,7 +43,11 @@ impl BuildPrecision {
     }
 
     pub fn fp16(self) -> bool {
-        matches!(self, BuildPrecision::Fp16 | BuildPrecision::Best)
+        matches!(self, BuildPrecision::Fp16 | BuildPrecision::Best | BuildPrecision::Fp8)
+    }
+
+    pub fn fp8(self) -> bool {
+        self == BuildPrecision::Fp8
     }
 
     pub fn int8(self) -> bool {

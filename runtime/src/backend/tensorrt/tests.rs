@@ -165,8 +165,111 @@ fn a_qdq_model_builds_with_int8_and_fp16_and_is_refused_without_int8() {
     }
     // The mock refuses what TensorRT 8 and 10 refuse: Q/DQ nodes without the INT8 flag.
     let message = raw_build(&model, false, false, -1).unwrap_err();
-    assert!(message.contains("Q/DQ nodes, which TensorRT builds only with INT8 enabled"), "{message}");
+    assert!(message.contains("Q/DQ nodes, which TensorRT builds only with INT8"), "{message}");
     assert!(engines_in(dir.path()).is_empty());
+}
+
+/// The digits MLP with an FP8 Q/DQ pair on its input (zero point FLOAT8E4M3FN), as NVIDIA's
+/// ModelOpt writes FP8 models.
+fn fp8_model(dir: &Path) -> Model {
+    use tract_onnx::pb;
+    digits_variant(dir, "digits_fp8", |graph| {
+        let input = graph.input[0].name.clone();
+        graph.initializer.push(pb::TensorProto {
+            name: "q_scale".into(),
+            data_type: 1,
+            float_data: vec![0.05],
+            ..Default::default()
+        });
+        graph.initializer.push(pb::TensorProto {
+            name: "q_zero".into(),
+            data_type: 17,
+            raw_data: vec![0],
+            ..Default::default()
+        });
+        let node = |op: &str, from: &str, to: &str| pb::NodeProto {
+            op_type: op.into(),
+            input: vec![from.into(), "q_scale".into(), "q_zero".into()],
+            output: vec![to.into()],
+            ..Default::default()
+        };
+        for n in graph.node.iter_mut() {
+            for i in n.input.iter_mut().filter(|i| **i == input) {
+                *i = "dq".into();
+            }
+        }
+        graph.node.insert(0, node("DequantizeLinear", "q", "dq"));
+        graph.node.insert(0, node("QuantizeLinear", &input, "q"));
+    })
+}
+
+fn desktop_trt10() -> Loaded {
+    Ok((mock::symbols(mock::tensorrt_10_3, mock::desktop, mock::malloc), None))
+}
+
+/// An FP8 Q/DQ model builds with TensorRT's FP8 flag (and FP16 between its pairs), not INT8; a
+/// TensorRT without FP8 kernels is refused before building.
+#[test]
+fn an_fp8_qdq_model_builds_with_the_fp8_flag_where_tensorrt_has_fp8() {
+    let dir = tempfile::tempdir().unwrap();
+    let fp8 = fp8_model(dir.path());
+    assert_eq!(fp8.precision(), crate::precision::Precision::Fp8);
+    let trt = backend(desktop_trt10, dir.path());
+    assert!(trt.supports(crate::precision::Precision::Fp8).is_ok());
+    let (plan, info) = trt.build(&fp8, 1).unwrap();
+    let stamp = mock::stamp(&plan);
+    assert!(
+        stamp.fp8 && stamp.fp16 && !stamp.int8,
+        "fp8 {} fp16 {} int8 {}",
+        stamp.fp8,
+        stamp.fp16,
+        stamp.int8
+    );
+    assert_eq!(info.precision, "fp8");
+    // What the mock refuses, as TensorRT does: FP8 Q/DQ with only the INT8 flag.
+    let message = raw_build(&fp8, true, true, -1).unwrap_err();
+    assert!(message.contains("FP8 layers need BuilderFlag::kFP8"), "{message}");
+    let message = backend(orin_trt8, dir.path()).build(&fp8, 1).unwrap_err().to_string();
+    assert!(
+        message.contains("digits_fp8.toml: has FP8 Q/DQ nodes, and TensorRT 8.6.2 has no FP8 kernels"),
+        "{message}"
+    );
+}
+
+pub(super) fn orin_trt11() -> Loaded {
+    Ok((mock::symbols(mock::tensorrt_11_1, mock::orin, mock::malloc), None))
+}
+
+/// TensorRT 11 has no precision flags: every model builds in the types it has (a Q/DQ model as
+/// INT8, without the flag the shim would refuse), and asking for another precision is refused
+/// with what to give instead.
+#[test]
+fn tensorrt_11_builds_the_types_the_model_has_and_refuses_other_precisions() {
+    let dir = tempfile::tempdir().unwrap();
+    let trt = backend(orin_trt11, dir.path());
+    for name in ["digits_mlp_int8_qdq.toml", "digits_mlp_nchw.toml"] {
+        let (plan, info) = trt.build(&model(name), 1).unwrap();
+        let stamp = mock::stamp(&plan);
+        assert!(!stamp.fp16 && !stamp.int8 && !stamp.fp8, "{name}");
+        assert_eq!(info.precision, "typed", "{name}");
+    }
+    let prepared = trt.prepare(&model("digits_mlp_int8_qdq.toml"), &PrepareOptions::default()).unwrap();
+    assert_eq!(prepared.spawn().unwrap().run(&digits(1)).unwrap()[0].shape, vec![1, 10]);
+    let mut fp16 = backend(orin_trt11, dir.path());
+    fp16.options.precision = Some(BuildPrecision::Fp16);
+    let error = fp16.build(&model("digits_mlp_nchw.toml"), 1).unwrap_err();
+    let message = error.to_string();
+    assert!(
+        message.contains("--trt-precision fp16: TensorRT 11.1.0 builds a model in the types it has (fp32)"),
+        "{message}"
+    );
+    assert!(message.contains("models/variants.py"), "{message}");
+    assert_eq!(error.exit_code(), 2);
+    let mut dla = backend(orin_trt11, dir.path());
+    dla.options.dla_core = Some(0);
+    let message = dla.build(&model("digits_mlp_nchw.toml"), 1).unwrap_err().to_string();
+    assert!(message.contains("DLA runs FP16 and INT8 only"), "{message}");
+    assert!(dla.build(&model("digits_mlp_int8_qdq.toml"), 1).is_ok());
 }
 
 /// The mock's build called as the backend calls the shim, with these flags and no calibrator;
@@ -191,9 +294,10 @@ fn raw_build(model: &Model, fp16: bool, int8: bool, dla_core: i32) -> Result<Vec
         profile_max: dims,
         calibrator: std::ptr::null(),
         model_path: std::ptr::null(),
+        fp8: 0,
     };
     match runtime.build(&onnx, &options) {
-        Ok((plan, _)) => Ok(plan),
+        Ok((plan, _, _)) => Ok(plan),
         Err(super::TrtError::Call(message)) => Err(message),
         Err(other) => panic!("not a refusal of the build call: {other:?}"),
     }
@@ -379,6 +483,7 @@ fn a_timing_cache_from_another_release_or_gpu_is_replaced_not_fatal() {
         profile_max: dims,
         calibrator: std::ptr::null(),
         model_path: std::ptr::null(),
+        fp8: 0,
     };
     let refused = runtime.build(&onnx, &options).unwrap_err();
     assert!(matches!(refused, super::TrtError::TimingCacheRefused(_)), "{refused:?}");

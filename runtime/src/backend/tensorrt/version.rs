@@ -31,6 +31,16 @@ impl TrtVersion {
         (self.major, self.minor) >= (8, 5)
     }
 
+    /// FP8 kernels came with TensorRT 10 (8.6 declares the flag as not supported).
+    pub fn has_fp8(&self) -> bool {
+        self.major >= 10
+    }
+
+    /// TensorRT 11 builds strongly typed networks only: no FP16, INT8 or FP8 builder flags.
+    pub fn has_precision_flags(&self) -> bool {
+        self.major < 11
+    }
+
     /// TensorRT 10.1 deprecated the INT8 calibrator and 11 removed it.
     pub fn has_int8_calibrator(&self) -> bool {
         self.major < 11

@@ -498,7 +498,8 @@ int edgert_trt_context_run(edgert_trt_context* context, const edgert_trt_binding
 
 int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes,
                      const edgert_trt_build_options* options, edgert_trt_blob* plan,
-                     edgert_trt_blob* timing_cache_out, edgert_trt_error* error) {
+                     edgert_trt_blob* timing_cache_out, edgert_trt_build_report* report,
+                     edgert_trt_error* error) {
     EDGERT_GUARD_BEGIN
     const edgert_trt_symbols& sym = runtime->sym;
     Logger& logger = runtime->logger;
@@ -541,8 +542,8 @@ int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes
         return 1;
     }
 #if NV_TENSORRT_MAJOR < 11
-    if (quantized && !options->int8) {
-        fail(error, "the model has Q/DQ nodes, which TensorRT builds only with INT8 enabled");
+    if (quantized && !options->int8 && !options->fp8) {
+        fail(error, "the model has Q/DQ nodes, which TensorRT builds only with INT8 (or, for FP8 ones, FP8) enabled");
         return 1;
     }
 #endif
@@ -562,8 +563,8 @@ int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes
     }
 #if NV_TENSORRT_MAJOR >= 11
     // TensorRT 11 builds strongly typed networks: precision comes from the model itself.
-    if (options->fp16 || options->int8) {
-        fail(error, "TensorRT 11 has no FP16/INT8 builder flags: give an FP16 or Q/DQ model and precision fp32");
+    if (options->fp16 || options->int8 || options->fp8) {
+        fail(error, "TensorRT 11 has no FP16/INT8/FP8 builder flags: it builds the types the model has");
         return 1;
     }
 #else
@@ -572,6 +573,15 @@ int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes
     }
     if (options->int8) {
         config->setFlag(BuilderFlag::kINT8);
+    }
+    if (options->fp8) {
+#if NV_TENSORRT_MAJOR >= 10
+        config->setFlag(BuilderFlag::kFP8);
+#else
+        // 8.6 declares the flag and says it is not supported.
+        fail(error, "TensorRT 8 has no FP8 kernels");
+        return 1;
+#endif
     }
 #endif
 #if NV_TENSORRT_MAJOR >= 11
@@ -587,6 +597,12 @@ int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes
         config->setDefaultDeviceType(DeviceType::kDLA);
         config->setDLACore(options->dla_core);
         config->setFlag(BuilderFlag::kGPU_FALLBACK);
+    }
+    // With GPU fallback a build succeeds even when no layer can run on the DLA: say how many can.
+    report->layers = network->getNbLayers();
+    report->dla_layers = 0;
+    for (int32_t i = 0; options->dla_core >= 0 && i < network->getNbLayers(); ++i) {
+        report->dla_layers += config->canRunOnDLA(network->getLayer(i)) ? 1 : 0;
     }
     if (options->workspace_bytes > 0) {
         config->setMemoryPoolLimit(MemoryPoolType::kWORKSPACE, static_cast<size_t>(options->workspace_bytes));

@@ -130,6 +130,7 @@ typedef struct edgert_trt_calibrator {
     void (*write_cache)(void* user, const void* data, size_t bytes);
 } edgert_trt_calibrator;
 
+/* TensorRT 11 builds strongly typed networks: there, fp16, int8 and fp8 must be 0. */
 typedef struct edgert_trt_build_options {
     int32_t fp16;
     int32_t int8;      /* INT8 kernels: scales from the model's Q/DQ nodes or from `calibrator` */
@@ -149,7 +150,17 @@ typedef struct edgert_trt_build_options {
     /* The model's absolute path, where the parser finds external weights (`location` relative to
      * the model's folder); NULL: the model has none. */
     const char* model_path;
+    /* FP8 kernels, for a model with FP8 Q/DQ nodes (TensorRT 8.6 to 10; 11 takes them from the
+     * model's types) */
+    int32_t fp8;
 } edgert_trt_build_options;
+
+/* Where a build placed the network's layers: how many there are, and how many of them TensorRT
+ * places on the DLA core asked for (0 without one; the rest fall back to the GPU). */
+typedef struct edgert_trt_build_report {
+    int32_t layers;
+    int32_t dla_layers;
+} edgert_trt_build_report;
 
 /* Bytes the shim allocated; freed with edgert_trt_blob_free. */
 typedef struct edgert_trt_blob {
@@ -189,7 +200,8 @@ int edgert_trt_context_run(edgert_trt_context* context, const edgert_trt_binding
  * EDGERT_TRT_TIMING_CACHE_REFUSED (nothing built: build again without that cache). */
 int edgert_trt_build(edgert_trt_runtime* runtime, const void* onnx, size_t bytes,
                      const edgert_trt_build_options* options, edgert_trt_blob* plan,
-                     edgert_trt_blob* timing_cache_out, edgert_trt_error* error);
+                     edgert_trt_blob* timing_cache_out, edgert_trt_build_report* report,
+                     edgert_trt_error* error);
 void edgert_trt_blob_free(edgert_trt_blob* blob);
 
 #ifdef __cplusplus

@@ -26,10 +26,12 @@ size_t edgert_trt_layout(size_t* out, size_t capacity) {
         offsetof(edgert_trt_build_options, profile_max),
         offsetof(edgert_trt_build_options, calibrator),
         offsetof(edgert_trt_build_options, model_path),
+        offsetof(edgert_trt_build_options, fp8),
         sizeof(edgert_trt_calibrator),
         offsetof(edgert_trt_calibrator, next_batch),
         offsetof(edgert_trt_calibrator, write_cache),
         sizeof(edgert_trt_blob),
+        sizeof(edgert_trt_build_report),
     };
     size_t count = sizeof(values) / sizeof(values[0]);
     for (size_t i = 0; i < count && i < capacity; ++i) {
