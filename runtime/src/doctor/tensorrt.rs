@@ -82,7 +82,14 @@ mod on_trt {
     pub fn library(make: Make, _: &Options, facts: &Facts) -> Outcome {
         let trt = make(TrtOptions::default());
         match trt.check() {
-            Ok(()) => Outcome::pass(trt.version().unwrap_or_default()),
+            Ok(()) => match trt.search_path_fix() {
+                Some(fix) => Outcome::fail(
+                    "TensorRT's folder on LD_LIBRARY_PATH (it opens its builder resource and plugins by name)",
+                    "libnvinfer found only through TENSORRT_LIB_DIR",
+                    fix,
+                ),
+                None => Outcome::pass(trt.version().unwrap_or_default()),
+            },
             Err(why) if facts.jetson => Outcome::fail(
                 "libnvinfer to load with the shim, and a GPU",
                 why.to_string(),

@@ -19,7 +19,7 @@ pub struct Runtime {
     pub identity: DeviceIdentity,
     /// Whether TensorRT's standard plugins (libnvinfer_plugin) are registered.
     pub plugins: bool,
-    _libraries: Option<Arc<Libraries>>,
+    libraries: Option<Arc<Libraries>>,
 }
 
 // SAFETY: TensorRT's IRuntime may be used from any thread; the shim guards its logger.
@@ -52,7 +52,7 @@ impl Runtime {
             device: ffi::Device::default(),
             identity: DeviceIdentity::default(),
             plugins: symbols.init_plugins.is_some(),
-            _libraries: libraries,
+            libraries,
         };
         if !runtime.version.is_supported() {
             return Err(TrtError::TooOld { version: runtime.version.to_string() });
@@ -63,6 +63,11 @@ impl Runtime {
         }
         runtime.identity = super::device::probe(symbols, runtime.version.major);
         Ok(runtime)
+    }
+
+    /// The fix when libnvinfer came from a folder the dynamic loader does not search.
+    pub fn search_path_fix(&self) -> Option<String> {
+        self.libraries.as_ref().and_then(|l| l.search_path_fix())
     }
 
     /// Compute capability, `8.7`.

@@ -4,7 +4,7 @@
 //! the binary starts on machines without them and says what is missing, where it looked, and the
 //! fix.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use libloading::Library;
@@ -49,7 +49,36 @@ fn companions(major: i32) -> Companions {
 /// The loaded libraries, kept open as long as any runtime made from their symbols lives.
 pub struct Libraries {
     pub symbols: Symbols,
+    /// The folder libnvinfer was found in when the dynamic loader cannot find it there: TensorRT
+    /// opens libnvinfer_builder_resource and its plugin libraries by name, which then fails.
+    pub off_search_path: Option<PathBuf>,
     _open: Vec<Library>,
+}
+
+impl Libraries {
+    /// What to do when libnvinfer came from a folder the loader does not search.
+    pub fn search_path_fix(&self) -> Option<String> {
+        self.off_search_path.as_ref().map(|dir| {
+            format!(
+                "TensorRT was found in {dir}, which LD_LIBRARY_PATH does not name, and it opens \
+                 libnvinfer_builder_resource and its plugins by name from there: \
+                 export LD_LIBRARY_PATH={dir}:$LD_LIBRARY_PATH",
+                dir = dir.display()
+            )
+        })
+    }
+}
+
+/// Libraries as `load` would give them, found in `off_search_path`, holding nothing open.
+#[cfg(test)]
+pub fn found_in(symbols: Symbols, off_search_path: PathBuf) -> Libraries {
+    Libraries { symbols, off_search_path: Some(off_search_path), _open: Vec::new() }
+}
+
+/// Whether the dynamic loader searches `dir` by way of `LD_LIBRARY_PATH` (`ld_library_path`).
+fn named_in(dir: &Path, ld_library_path: Option<&std::ffi::OsStr>) -> bool {
+    let same = |entry: &Path| entry == dir || entry.canonicalize().ok() == dir.canonicalize().ok();
+    ld_library_path.is_some_and(|paths| std::env::split_paths(paths).any(|entry| same(&entry)))
 }
 
 /// Folders tried after the dynamic loader's own search: `TENSORRT_LIB_DIR`, then where JetPack and
@@ -70,22 +99,28 @@ fn folders() -> Vec<PathBuf> {
 }
 
 fn open(names: &[&str], what: &str, fix: &'static str) -> Result<Library, TrtError> {
-    open_from(names, &folders(), what, fix)
+    open_from(names, &folders(), what, fix).map(|(library, _)| library)
 }
 
-/// The first of `names` the dynamic loader finds, else the first found in `dirs`.
-fn open_from(names: &[&str], dirs: &[PathBuf], what: &str, fix: &'static str) -> Result<Library, TrtError> {
+/// The first of `names` the dynamic loader finds, else the first found in `dirs`, with the folder
+/// it came from in that case.
+fn open_from(
+    names: &[&str],
+    dirs: &[PathBuf],
+    what: &str,
+    fix: &'static str,
+) -> Result<(Library, Option<PathBuf>), TrtError> {
     for name in names {
         // SAFETY: loading runs the library's initialisers; these are NVIDIA's own libraries.
         if let Ok(library) = unsafe { Library::new(*name) } {
-            return Ok(library);
+            return Ok((library, None));
         }
         for dir in dirs {
             let path = dir.join(name);
             if path.exists() {
                 // SAFETY: as above.
                 match unsafe { Library::new(&path) } {
-                    Ok(library) => return Ok(library),
+                    Ok(library) => return Ok((library, Some(dir.clone()))),
                     Err(e) => {
                         // libloading says "dlopen failed"; the loader's own reason is its source.
                         let reason = std::error::Error::source(&e).map_or(e.to_string(), |s| s.to_string());
@@ -127,7 +162,9 @@ fn optional(names: &[&str]) -> Option<Library> {
 pub fn load() -> Result<Arc<Libraries>, TrtError> {
     const TRT_FIX: &str =
         "install TensorRT (JetPack ships it; on a desktop, NVIDIA's TensorRT packages) or set TENSORRT_LIB_DIR to its folder";
-    let nvinfer = open(NVINFER, "TensorRT's libnvinfer", TRT_FIX)?;
+    let (nvinfer, found_in) = open_from(NVINFER, &folders(), "TensorRT's libnvinfer", TRT_FIX)?;
+    let ld_library_path = std::env::var_os("LD_LIBRARY_PATH");
+    let off_search_path = found_in.filter(|dir| !named_in(dir, ld_library_path.as_deref()));
     let (i, c) = ("libnvinfer", "libcudart");
     let get_version: unsafe extern "C" fn() -> i32 = symbol(&nvinfer, "getInferLibVersion", i)?;
     // SAFETY: getInferLibVersion takes nothing and returns the release number.
@@ -199,7 +236,7 @@ pub fn load() -> Result<Arc<Libraries>, TrtError> {
         symbols.init_plugins = Some(symbol(&plugin, "initLibNvInferPlugins", "libnvinfer_plugin")?);
         open_libraries.push(plugin);
     }
-    Ok(Arc::new(Libraries { symbols, _open: open_libraries }))
+    Ok(Arc::new(Libraries { symbols, off_search_path, _open: open_libraries }))
 }
 
 #[cfg(test)]
@@ -216,6 +253,38 @@ mod tests {
         assert_eq!(jetpack6.parser, "libnvonnxparser.so.10");
         assert_eq!(jetpack6.cudart[..2], ["libcudart.so.12", "libcudart.so.13"]);
         assert_eq!(super::companions(11).cudart, ["libcudart.so.13"]);
+    }
+
+    /// A libnvinfer found through TENSORRT_LIB_DIR rather than the loader: its folder is said,
+    /// unless LD_LIBRARY_PATH names it (TensorRT opens its builder resource by name).
+    #[test]
+    fn a_library_found_outside_the_loaders_search_says_which_folder_to_add() {
+        let dir = tempfile::tempdir().unwrap();
+        let name = "libedgert-test-loadable.so.10";
+        // Any loadable library stands in for libnvinfer: this machine's libm.
+        let libm =
+            ["/lib/x86_64-linux-gnu/libm.so.6", "/lib/aarch64-linux-gnu/libm.so.6", "/lib64/libm.so.6"]
+                .into_iter()
+                .find(|p| std::path::Path::new(p).exists());
+        let Some(libm) = libm else { return eprintln!("skipped: no libm.so.6 where expected") };
+        std::fs::copy(libm, dir.path().join(name)).unwrap();
+        let (_, found_in) = super::open_from(&[name], &[dir.path().to_owned()], "libnvinfer", "fix").unwrap();
+        assert_eq!(found_in.as_deref(), Some(dir.path()));
+        let elsewhere = std::ffi::OsString::from("/usr/local/lib:/opt/other");
+        assert!(!super::named_in(dir.path(), Some(&elsewhere)));
+        assert!(!super::named_in(dir.path(), None));
+        let named = std::env::join_paths([std::path::Path::new("/opt/other"), dir.path()]).unwrap();
+        assert!(super::named_in(dir.path(), Some(&named)));
+        let libraries = super::Libraries {
+            symbols: super::Symbols::default(),
+            off_search_path: found_in,
+            _open: Vec::new(),
+        };
+        let fix = libraries.search_path_fix().unwrap();
+        assert!(
+            fix.contains(&format!("export LD_LIBRARY_PATH={}:$LD_LIBRARY_PATH", dir.path().display())),
+            "{fix}"
+        );
     }
 
     #[test]
@@ -258,6 +327,7 @@ mod tests {
         let name = "libedgert-test-nvinfer.so.10";
         std::fs::write(dir.path().join(name), b"not an ELF file").unwrap();
         let error = super::open_from(&[name], &[dir.path().to_owned()], "TensorRT's libnvinfer", "fix")
+            .map(|_| ())
             .err()
             .unwrap();
         let super::TrtError::Unloadable { path, reason, .. } = &error else { panic!("{error:?}") };

@@ -93,6 +93,12 @@ impl TensorrtBackend {
         Error::unavailable("tensorrt", reason)
     }
 
+    /// What to do when libnvinfer was found only through `TENSORRT_LIB_DIR` (builds need its
+    /// folder on `LD_LIBRARY_PATH`).
+    pub fn search_path_fix(&self) -> Option<String> {
+        self.runtime().ok().and_then(|r| r.search_path_fix())
+    }
+
     /// Whether this TensorRT builds models in their own types only (11 and later: no precision flags).
     pub fn builds_typed(&self) -> std::result::Result<bool, TrtError> {
         Ok(!self.runtime()?.version.has_precision_flags())
@@ -504,7 +510,8 @@ fn build_with(
         return Err(error);
     }
     let (plan, new_timing_cache, report) = built.map_err(|reason| {
-        Error::input(path, format!("TensorRT {} could not build an engine: {reason}", runtime.version))
+        let fix = runtime.search_path_fix().map(|fix| format!(". {fix}")).unwrap_or_default();
+        Error::input(path, format!("TensorRT {} could not build an engine: {reason}{fix}", runtime.version))
     })?;
     let placement =
         Placement { layers: report.layers.max(0) as u32, on_dla: report.dla_layers.max(0) as u32 };

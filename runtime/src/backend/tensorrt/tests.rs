@@ -914,6 +914,25 @@ fn a_manifest_naming_an_engine_runs_it_and_checks_its_input_name() {
     assert!(message.contains("input 'pixels' is not in the engine (its input: input)"), "{message}");
 }
 
+/// libnvinfer found only through TENSORRT_LIB_DIR: a failed build says which folder
+/// LD_LIBRARY_PATH must name, and doctor's library check fails with it.
+#[test]
+fn a_tensorrt_found_off_the_loaders_path_says_to_add_its_folder() {
+    fn off_path() -> Loaded {
+        let symbols = mock::symbols(mock::tensorrt_10_3, mock::orin, mock::malloc);
+        let libraries = super::library::found_in(symbols, PathBuf::from("/opt/TensorRT-10.3/lib"));
+        Ok((symbols, Some(std::sync::Arc::new(libraries))))
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let options = TrtOptions { engine_cache: Some(dir.path().to_owned()), ..TrtOptions::default() };
+    let trt = TensorrtBackend::with(Some(&mock::API_BUILD_FAILS), off_path, options);
+    let message = trt.build(&model("digits_mlp_nchw.toml"), 1).unwrap_err().to_string();
+    assert!(message.contains("could not find any implementation"), "{message}");
+    assert!(message.contains("export LD_LIBRARY_PATH=/opt/TensorRT-10.3/lib:$LD_LIBRARY_PATH"), "{message}");
+    let fine = backend(orin_trt10, dir.path());
+    assert_eq!((fine.search_path_fix(), trt.search_path_fix().is_some()), (None, true));
+}
+
 #[test]
 fn a_timing_cache_that_cannot_be_written_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();
