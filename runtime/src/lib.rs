@@ -14,6 +14,7 @@ pub mod cuda;
 pub mod doctor;
 pub mod error;
 pub mod frame;
+pub mod gpu_sync;
 pub mod infile;
 pub mod limits;
 pub mod metrics;

@@ -386,3 +386,39 @@ fn sensors_that_vanish_or_return_garbage_are_left_out_not_fatal() {
     assert!(t["clocks"]["gpu"]["load_pct"].is_null() && t["clocks"]["gpu"]["clock"].is_object(), "{t}");
     assert!(t["memory"].is_null(), "{t}");
 }
+
+/// What an inference costs the CPU, waits for the GPU included, is in every bench report: the
+/// measure by which `--gpu-sync spin` and `block` differ on a board. Only GPU runs record the mode.
+#[test]
+fn bench_reports_the_process_cpu_time_per_inference_and_takes_gpu_sync() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    let m = model("digits_mlp_nchw.toml");
+    let out = edgert(&[
+        "bench",
+        "-m",
+        m.to_str().unwrap(),
+        "--duration-s",
+        "0.3",
+        "--warmup-ms",
+        "0",
+        "--idle-s",
+        "0",
+        "--gpu-sync",
+        "spin",
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert!(schema().is_valid(&report));
+    let cpu = report["runs"][0]["telemetry"]["process_cpu_ms_per_inference"].as_f64().unwrap();
+    assert!(cpu > 0.0 && cpu.is_finite(), "{cpu}");
+    assert!(report["backend"].get("gpu_sync").is_none(), "{}", report["backend"]);
+    assert!(stdout(&out).contains("ms per inference"), "{}", stdout(&out));
+    fails(
+        &["bench", "-m", m.to_str().unwrap(), "--gpu-sync", "sideways"],
+        2,
+        &["invalid value 'sideways' for '--gpu-sync <HOW>'", "[possible values: spin, block, yield]"],
+    );
+}

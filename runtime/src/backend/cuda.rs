@@ -59,6 +59,8 @@ impl Backend for CudaBackend {
 
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
         let runtime = runtime().map_err(|reason| Error::unavailable("cuda", reason))?;
+        // tract runs in the primary context, whose waits follow --gpu-sync from here on.
+        crate::cuda::device::schedule(0, options.gpu_sync)?;
         let TractModel { typed, input, outputs } = tract_model::decluttered(model, options, self.name())?;
         let plan = contained(
             || {

@@ -47,6 +47,8 @@ pub struct PrepareOptions {
     pub memory: MemoryLimit,
     /// Where the `cpu` backend's threads run, when there are two or more.
     pub pinning: Pinning,
+    /// How threads wait for the GPU (GPU backends and `--preprocess gpu`).
+    pub gpu_sync: crate::gpu_sync::GpuSync,
 }
 
 /// Where the `cpu` backend's threads run.
@@ -71,7 +73,13 @@ impl Pinning {
 
 impl Default for PrepareOptions {
     fn default() -> Self {
-        PrepareOptions { batch: 1, threads: 1, memory: MemoryLimit::of_machine(), pinning: Pinning::From(0) }
+        PrepareOptions {
+            batch: 1,
+            threads: 1,
+            memory: MemoryLimit::of_machine(),
+            pinning: Pinning::From(0),
+            gpu_sync: crate::gpu_sync::GpuSync::default(),
+        }
     }
 }
 
@@ -200,6 +208,11 @@ pub struct Selected {
 }
 
 const GPU_BACKENDS: &[&str] = &["cuda", "tensorrt"];
+
+/// Whether backend `name` runs on the GPU.
+pub fn is_gpu(name: &str) -> bool {
+    GPU_BACKENDS.contains(&name)
+}
 
 /// `select_with` and the default options.
 pub fn select(name: &str) -> Result<Selected> {

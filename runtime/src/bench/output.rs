@@ -215,6 +215,9 @@ fn telemetry_lines(t: &RunTelemetry) -> String {
     if let Some(nvmap) = t.nvmap_used_max_bytes {
         memory += &format!(", nvmap max {}", mib(nvmap));
     }
+    if let Some(cpu) = t.process_cpu_ms_per_inference {
+        memory += &format!("; process CPU {cpu:.2} ms per inference");
+    }
     let locked = match t.clocks_locked {
         Some(true) => "locked",
         Some(false) => "not locked",

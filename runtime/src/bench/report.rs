@@ -96,6 +96,9 @@ pub struct BackendInfo {
     pub fallback: Option<String>,
     /// What ran underneath: `tract-onnx 0.23.9`, `ONNX Runtime 1.32.0 (path)`.
     pub version: Option<String>,
+    /// How threads waited for the GPU, where one ran (`--gpu-sync`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_sync: Option<crate::gpu_sync::GpuSync>,
 }
 
 impl BackendInfo {
@@ -106,6 +109,7 @@ impl BackendInfo {
             name: pipeline.backend.clone(),
             fallback: pipeline.fallback.clone(),
             version: pipeline.backend_version.clone(),
+            gpu_sync: crate::backend::is_gpu(&pipeline.backend).then_some(pipeline.options.gpu_sync),
         }
     }
 }

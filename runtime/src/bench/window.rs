@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use super::power::{PowerProbe, PowerReport};
 use super::Sensing;
+use crate::metrics::cpu_time::process_cpu_s;
 use crate::metrics::error::SensorError;
 use crate::metrics::periodic::Periodic;
 use crate::metrics::power::sampler::Sampler;
@@ -13,6 +14,7 @@ pub struct Window {
     sampler: Result<Sampler, SensorError>,
     snapshots: Option<Periodic<Snapshot>>,
     start: f64,
+    cpu_start: Option<f64>,
 }
 
 impl Window {
@@ -24,7 +26,7 @@ impl Window {
                 reader.snapshot()
             })
             .ok();
-        Window { sampler, snapshots, start: probe.now() }
+        Window { sampler, snapshots, start: probe.now(), cpu_start: process_cpu_s() }
     }
 
     /// Power over the window shared among `inferences`, and the telemetry summary.
@@ -39,9 +41,10 @@ impl Window {
         // A sampler that could not start, or stopped answering, leaves the telemetry empty, not the
         // run failed.
         let snapshots = self.snapshots.and_then(|s| s.finish().ok()).unwrap_or_default();
-        (
-            probe.report(power_samples, self.start, end, inferences),
-            RunTelemetry::summarize(telemetry.source(), &snapshots, self.start),
-        )
+        let mut run = RunTelemetry::summarize(telemetry.source(), &snapshots, self.start);
+        if let (Some(start), Some(end), true) = (self.cpu_start, process_cpu_s(), inferences > 0) {
+            run.process_cpu_ms_per_inference = Some((end - start).max(0.0) * 1e3 / inferences as f64);
+        }
+        (probe.report(power_samples, self.start, end, inferences), run)
     }
 }

@@ -16,6 +16,7 @@ use crate::backend::ort::{OrtOptions, Provider};
 #[cfg(feature = "tensorrt")]
 use crate::backend::tensorrt::{BuildPrecision, TrtOptions};
 use crate::backend::BackendOptions;
+use crate::gpu_sync::GpuSync;
 
 /// What `--backend` takes, said once for every command that takes one.
 pub const BACKEND_HELP: &str = "cpu, ort, cuda or tensorrt (the last three where built in and usable: \
@@ -38,6 +39,10 @@ pub struct BackendFlags {
     /// machine's memory].
     #[arg(long, env = "EDGERT_MAX_MEMORY_MB", value_name = "MB", value_parser = clap::value_parser!(u64).range(1..))]
     max_memory_mb: Option<u64>,
+    /// How threads wait for the GPU: block (sleep until it signals: no CPU core spent), spin (the
+    /// lowest wake-up latency, a core busy for every wait) or yield.
+    #[arg(long, value_enum, value_name = "HOW", default_value_t = GpuSync::Block)]
+    gpu_sync: GpuSync,
     #[cfg(feature = "ort")]
     #[command(flatten)]
     ort: OrtFlags,
@@ -61,7 +66,7 @@ impl BackendFlags {
         }
         let memory = self.max_memory_mb.map_or_else(MemoryLimit::of_machine, MemoryLimit::from_mib);
         let pinning = if self.no_pin { Pinning::Off } else { Pinning::From(0) };
-        PrepareOptions { batch: 1, threads, memory, pinning }
+        PrepareOptions { batch: 1, threads, memory, pinning, gpu_sync: self.gpu_sync }
     }
 
     /// Whether `--threads` past the CPUs is taken as given.
@@ -84,7 +89,7 @@ impl BackendFlags {
             #[cfg(feature = "ort")]
             ort: self.ort.options(),
             #[cfg(feature = "tensorrt")]
-            tensorrt: self.trt.options(),
+            tensorrt: TrtOptions { sync: self.gpu_sync, ..self.trt.options() },
         }
     }
 }
@@ -160,6 +165,7 @@ impl TrtFlags {
             engine_cache: self.trt_engine_cache.clone(),
             timing_cache: self.trt_timing_cache.clone(),
             calibration: None,
+            sync: GpuSync::default(),
         }
     }
 }

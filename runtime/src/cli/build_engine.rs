@@ -82,6 +82,7 @@ pub fn main(args: BuildEngineArgs) -> anyhow::Result<ExitCode> {
             }),
             None => None,
         },
+        sync: crate::gpu_sync::GpuSync::default(),
     };
     let started = std::time::Instant::now();
     let built = TensorrtBackend::with_options(options).build_placed(&model, args.batch)?;

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaContext};
 
 use super::{driver_error, version_text, GpuError, BUILT_FOR};
+use crate::gpu_sync::GpuSync;
 
 /// Whether a library cudarc would load can be opened, by the names cudarc tries.
 pub(crate) fn check_library(name: &str, library: &str, fix: &str) -> Result<(), GpuError> {
@@ -63,9 +64,10 @@ fn check_driver(driver: i32) -> Result<i32, GpuError> {
     Ok(driver)
 }
 
-/// Device `ordinal`'s primary context, after every check.
-pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, GpuError> {
+/// Device `ordinal`'s primary context, after every check, its waits scheduled as `sync` says.
+pub fn open(ordinal: usize, sync: GpuSync) -> Result<Arc<CudaContext>, GpuError> {
     compatible_driver()?;
+    schedule(ordinal, sync)?;
     CudaContext::new(ordinal).map_err(|e| match e.0 {
         sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => GpuError::NoDevice(String::new()),
         sys::cudaError_enum::CUDA_ERROR_INVALID_DEVICE => GpuError::NoDevice(format!(" numbered {ordinal}")),
@@ -73,10 +75,29 @@ pub fn open(ordinal: usize) -> Result<Arc<CudaContext>, GpuError> {
     })
 }
 
+/// Sets how threads wait for device `ordinal`'s primary context, which the CUDA runtime, TensorRT
+/// and tract share: before it is first used, or (the `_v2` call) while it is in use.
+pub fn schedule(ordinal: usize, sync: GpuSync) -> Result<(), GpuError> {
+    let ordinal = i32::try_from(ordinal).map_err(|_| GpuError::NoDevice(format!(" numbered {ordinal}")))?;
+    let mut device: sys::CUdevice = 0;
+    // SAFETY: cuInit and cuDeviceGet write only what they are given; the flags are a scheduling
+    // flag the driver defines, applied to this device's primary context.
+    unsafe {
+        sys::cuInit(0).result().map_err(|e| driver_error("cuInit", e))?;
+        sys::cuDeviceGet(&mut device, ordinal).result().map_err(|e| match e.0 {
+            sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => GpuError::NoDevice(String::new()),
+            _ => GpuError::NoDevice(format!(" numbered {ordinal}")),
+        })?;
+        sys::cuDevicePrimaryCtxSetFlags_v2(device, sync.flag())
+            .result()
+            .map_err(|e| driver_error(&format!("--gpu-sync {}", sync.name()), e))
+    }
+}
+
 /// GPU `ordinal` as `info` names it: `NVIDIA H200 (sm 9.0), driver CUDA 12.8`.
 pub fn describe(ordinal: usize) -> Result<String, GpuError> {
     let driver = compatible_driver()?;
-    let context = open(ordinal)?;
+    let context = open(ordinal, GpuSync::default())?;
     let name = context.name().map_err(|e| driver_error("reading the GPU's name", e))?;
     let (major, minor) =
         context.compute_capability().map_err(|e| driver_error("reading the compute capability", e))?;
@@ -89,7 +110,7 @@ mod tests {
 
     #[test]
     fn without_a_driver_the_error_names_libcuda_the_names_tried_and_the_fix() {
-        let error = match open(0) {
+        let error = match open(0, GpuSync::default()) {
             Ok(_) => return eprintln!("skipped: this machine has an NVIDIA driver and GPU"),
             Err(e) => e,
         };
@@ -137,7 +158,7 @@ mod tests {
     #[test]
     #[ignore = "needs an NVIDIA GPU"]
     fn the_gpu_opens() {
-        let context = open(0).unwrap();
+        let context = open(0, GpuSync::default()).unwrap();
         let (major, minor) = context.compute_capability().unwrap();
         eprintln!(
             "{} (sm {major}.{minor}), driver CUDA {}",

@@ -87,7 +87,7 @@ mod on_gpu {
     }
 
     fn open() -> Result<Arc<CudaContext>, Outcome> {
-        device::open(0).map_err(|e| failed("GPU 0 to open", e))
+        device::open(0, crate::gpu_sync::GpuSync::default()).map_err(|e| failed("GPU 0 to open", e))
     }
 
     pub fn libcuda(_: &Options, facts: &Facts) -> Outcome {
@@ -199,7 +199,8 @@ mod on_gpu {
     }
 
     fn needs_gpu() -> Result<Arc<CudaContext>, Outcome> {
-        device::open(0).map_err(|e| Outcome::skip(format!("no GPU to compile for: {e}")))
+        device::open(0, crate::gpu_sync::GpuSync::default())
+            .map_err(|e| Outcome::skip(format!("no GPU to compile for: {e}")))
     }
 
     pub fn compile(_: &Options, _: &Facts) -> Outcome {

@@ -2,6 +2,7 @@
 //! where a report comes from. Readers of sysfs and procfs take a root folder (see `sysfs`).
 
 pub mod clocks;
+pub mod cpu_time;
 pub mod deadline;
 pub mod error;
 pub mod host;

@@ -5,6 +5,7 @@
 //! feature the types exist but cannot be made, so the stages need no `cfg`.
 
 use crate::backend::Session;
+use crate::gpu_sync::GpuSync;
 use crate::preprocess::fused::FusedPreprocess;
 use crate::{Error, Result};
 
@@ -28,6 +29,7 @@ mod enabled {
 
     use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
 
+    use super::GpuSync;
     use crate::backend::DeviceBatch;
     use crate::cuda::{device, driver_error, GpuError};
     use crate::frame::Frame;
@@ -71,8 +73,9 @@ mod enabled {
             fused: FusedPreprocess,
             input_dtype: DataType,
             input_shape: &[usize],
+            sync: GpuSync,
         ) -> Result<GpuStage> {
-            let context = device::open(0)?;
+            let context = device::open(0, sync)?;
             let pass = GpuPreprocess::new(&context, fused)?;
             let stream = pass.stream().clone();
             let half = input_dtype == DataType::F16;
@@ -122,6 +125,7 @@ pub use disabled::{DeviceBuffer, GpuStage};
 
 #[cfg(not(feature = "cuda"))]
 mod disabled {
+    use super::GpuSync;
     use crate::backend::DeviceBatch;
     use crate::frame::Frame;
     use crate::preprocess::fused::FusedPreprocess;
@@ -145,6 +149,7 @@ mod disabled {
             _fused: FusedPreprocess,
             _input_dtype: DataType,
             _input_shape: &[usize],
+            _sync: GpuSync,
         ) -> Result<GpuStage> {
             Err(Error::BackendUnavailable {
                 name: "cuda".into(),
@@ -182,12 +187,13 @@ pub fn open(
     backend: &str,
     input: &crate::tensor::TensorSpec,
     input_shape: &[usize],
+    sync: GpuSync,
 ) -> Result<Option<GpuStage>> {
     if !on_gpu {
         return Ok(None);
     }
     check_backend(session, backend)?;
-    GpuStage::open(fused.clone(), input.dtype, input_shape).map(Some)
+    GpuStage::open(fused.clone(), input.dtype, input_shape, sync).map(Some)
 }
 
 /// The GPU stage against the CPU pass; needs an NVIDIA GPU (`benches/gpu-check.sh` runs it).
@@ -214,7 +220,7 @@ mod tests {
         }
         for dtype in [DataType::F32, DataType::F16] {
             let shape = [2, 3, 224, 224];
-            let mut stage = GpuStage::open(fused.clone(), dtype, &shape).unwrap();
+            let mut stage = GpuStage::open(fused.clone(), dtype, &shape, Default::default()).unwrap();
             let mut batch = None;
             for k in 0..2 {
                 stage.fill(&mut batch, k, &frame(k)).unwrap();

@@ -150,8 +150,10 @@ pub fn run(
     // The CPU pass writes the manifest's input type (the model's, checked when it loaded).
     let input_dtype = pipeline.model.manifest.input.dtype;
     let backend = pipeline.backend.clone();
+    let sync = pipeline.options.gpu_sync;
     let (session, postprocess) = pipeline.split();
-    let gpu = gpu::open(config.gpu_preprocess, plan.fused(), session, &backend, &input_spec, &input_shape)?;
+    let gpu =
+        gpu::open(config.gpu_preprocess, plan.fused(), session, &backend, &input_spec, &input_shape, sync)?;
     let preprocess_on = match &gpu {
         None => "cpu",
         Some(gpu) if gpu.is_zero_copy() => "gpu-zero-copy",

@@ -66,6 +66,8 @@ pub struct Symbols {
     pub cu_device_get_name: Option<unsafe extern "C" fn(*mut c_char, c_int, c_int) -> c_int>,
     pub cudnn_get_version: Option<unsafe extern "C" fn() -> usize>,
     pub cublaslt_get_version: Option<unsafe extern "C" fn() -> usize>,
+    /// Called by edgert before TensorRT opens the GPU: how waits are scheduled (`--gpu-sync`).
+    pub cuda_set_device_flags: Option<unsafe extern "C" fn(u32) -> c_int>,
 }
 
 /// What `edgert_trt_build` returns when TensorRT refused the timing cache it was given.
@@ -374,6 +376,7 @@ mod tests {
             offset_of!(Symbols, cuda_get_error_string),
             offset_of!(Symbols, cu_device_get_name),
             offset_of!(Symbols, cublaslt_get_version),
+            offset_of!(Symbols, cuda_set_device_flags),
             size_of::<ErrorBuf>(),
             size_of::<Tensor>(),
             offset_of!(Tensor, dims),

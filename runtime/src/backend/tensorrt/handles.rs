@@ -9,6 +9,7 @@ use super::error::TrtError;
 use super::ffi::{self, Api, ErrorBuf};
 use super::library::Libraries;
 use super::version::TrtVersion;
+use crate::gpu_sync::GpuSync;
 
 pub struct Runtime {
     api: &'static Api,
@@ -28,11 +29,22 @@ unsafe impl Send for Runtime {}
 unsafe impl Sync for Runtime {}
 
 impl Runtime {
+    /// TensorRT's runtime, on a GPU whose waits are scheduled as `sync` says.
     pub fn open(
         api: &'static Api,
         symbols: &ffi::Symbols,
         libraries: Option<Arc<Libraries>>,
+        sync: GpuSync,
     ) -> Result<Runtime, TrtError> {
+        if let Some(set_flags) = symbols.cuda_set_device_flags {
+            // cudaDeviceMapHost as well: inputs bound in place may be mapped host memory.
+            const MAP_HOST: u32 = 8;
+            // SAFETY: cudaSetDeviceFlags takes a flag word; it applies to the current device.
+            let code = unsafe { set_flags(sync.flag() | MAP_HOST) };
+            if code != 0 {
+                eprintln!("edgert: warning: --gpu-sync {}: cudaSetDeviceFlags failed ({code})", sync.name());
+            }
+        }
         let mut error = ErrorBuf::new();
         // SAFETY: `symbols` outlives the call and the shim copies it.
         let raw = unsafe { (api.runtime_create)(symbols, &mut error) };

@@ -202,6 +202,7 @@ pub fn load() -> Result<Arc<Libraries>, TrtError> {
         cuda_device_get_attribute: Some(symbol(&cudart, "cudaDeviceGetAttribute", c)?),
         cuda_get_error_string: Some(symbol(&cudart, "cudaGetErrorString", c)?),
         cuda_mem_get_info: Some(symbol(&cudart, "cudaMemGetInfo", c)?),
+        cuda_set_device_flags: Some(symbol(&cudart, "cudaSetDeviceFlags", c)?),
         ..Symbols::default()
     };
     let mut open_libraries = vec![nvinfer, cudart];

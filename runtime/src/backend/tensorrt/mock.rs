@@ -939,6 +939,16 @@ unsafe extern "C" fn name_orin(name: *mut c_char, length: c_int, _device: c_int)
     0
 }
 
+thread_local! {
+    /// The flags the last cudaSetDeviceFlags on this thread was given.
+    pub static DEVICE_FLAGS: std::cell::Cell<Option<u32>> = const { std::cell::Cell::new(None) };
+}
+/// cudaSetDeviceFlags, recording what it was given.
+pub unsafe extern "C" fn set_device_flags(flags: u32) -> c_int {
+    DEVICE_FLAGS.with(|f| f.set(Some(flags)));
+    0
+}
+
 type Version = unsafe extern "C" fn() -> i32;
 type Attribute = unsafe extern "C" fn(*mut c_int, c_int, c_int) -> c_int;
 type Malloc = unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int;
@@ -956,6 +966,7 @@ pub fn symbols(version: Version, attribute: Attribute, malloc: Malloc) -> Symbol
         cu_init: Some(cu_init),
         cu_device_get: Some(cu_device_get),
         cu_device_get_name: Some(name_orin),
+        cuda_set_device_flags: Some(set_device_flags),
         ..Symbols::default()
     }
 }

@@ -84,7 +84,7 @@ impl TensorrtBackend {
         let open = || {
             let api = self.api.ok_or(TrtError::NoShim)?;
             let (symbols, libraries) = (self.load)()?;
-            Runtime::open(api, &symbols, libraries).map(Arc::new)
+            Runtime::open(api, &symbols, libraries, self.options.sync).map(Arc::new)
         };
         self.runtime.get_or_init(open).clone()
     }

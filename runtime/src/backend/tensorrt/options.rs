@@ -68,4 +68,6 @@ pub struct TrtOptions {
     pub timing_cache: Option<PathBuf>,
     /// Calibrator-based INT8 for a model without Q/DQ nodes.
     pub calibration: Option<super::calibration::Calibration>,
+    /// How threads wait for TensorRT's work (`--gpu-sync`), set before TensorRT opens the GPU.
+    pub sync: crate::gpu_sync::GpuSync,
 }

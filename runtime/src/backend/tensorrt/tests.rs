@@ -276,7 +276,7 @@ fn tensorrt_11_builds_the_types_the_model_has_and_refuses_other_precisions() {
 /// the shim's refusal, in its words.
 fn raw_build(model: &Model, fp16: bool, int8: bool, dla_core: i32) -> Result<Vec<u8>, String> {
     let (symbols, _) = orin_trt10().unwrap();
-    let runtime = super::handles::Runtime::open(&mock::API, &symbols, None).unwrap();
+    let runtime = super::handles::Runtime::open(&mock::API, &symbols, None, Default::default()).unwrap();
     let onnx = std::fs::read(&model.onnx_path).unwrap();
     let mut dims = [0i64; ffi::MAX_DIMS];
     dims[..4].copy_from_slice(&[1, 1, 8, 8]);
@@ -465,7 +465,7 @@ fn a_timing_cache_from_another_release_or_gpu_is_replaced_not_fatal() {
     // What the mock refuses, as the shim hands it to the backend.
     let stale = b"mock timing cache: TensorRT 10.3.0 sm 7.2";
     let (symbols, _) = orin_trt10().unwrap();
-    let runtime = super::handles::Runtime::open(&mock::API, &symbols, None).unwrap();
+    let runtime = super::handles::Runtime::open(&mock::API, &symbols, None, Default::default()).unwrap();
     let onnx = digits_onnx();
     let mut dims = [0i64; ffi::MAX_DIMS];
     dims[..4].copy_from_slice(&[1, 1, 8, 8]);
@@ -931,6 +931,22 @@ fn a_tensorrt_found_off_the_loaders_path_says_to_add_its_folder() {
     assert!(message.contains("export LD_LIBRARY_PATH=/opt/TensorRT-10.3/lib:$LD_LIBRARY_PATH"), "{message}");
     let fine = backend(orin_trt10, dir.path());
     assert_eq!((fine.search_path_fix(), trt.search_path_fix().is_some()), (None, true));
+}
+
+/// TensorRT's waits block by default (a Jetson's cores stay free for capture and preprocessing);
+/// --gpu-sync changes it, before TensorRT opens the GPU. Mapped memory stays allowed either way.
+#[test]
+fn the_gpu_sync_mode_is_set_before_tensorrt_opens_the_gpu() {
+    use crate::gpu_sync::GpuSync;
+    let dir = tempfile::tempdir().unwrap();
+    for (sync, flags) in [(GpuSync::Block, 4 | 8), (GpuSync::Spin, 1 | 8), (GpuSync::Yield, 2 | 8)] {
+        mock::DEVICE_FLAGS.with(|f| f.set(None));
+        let mut trt = backend(orin_trt10, dir.path());
+        trt.options.sync = sync;
+        trt.check().unwrap();
+        assert_eq!(mock::DEVICE_FLAGS.with(|f| f.get()), Some(flags), "{sync:?}");
+    }
+    assert_eq!(TrtOptions::default().sync, GpuSync::Block);
 }
 
 #[test]

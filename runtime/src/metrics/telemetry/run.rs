@@ -48,6 +48,9 @@ pub struct RunTelemetry {
     /// Locked clocks that dropped, or a zone past its trip point.
     pub throttled: bool,
     pub throttle_reasons: Vec<String>,
+    /// This process's CPU time (user and system, every thread) over the window, per inference:
+    /// what an inference costs the CPU, waits for the GPU included (`--gpu-sync`).
+    pub process_cpu_ms_per_inference: Option<f64>,
 }
 
 /// A fall below this share of the clock's earlier peak counts as a drop.
@@ -131,6 +134,7 @@ impl RunTelemetry {
             clock_drops,
             throttled: !throttle_reasons.is_empty(),
             throttle_reasons,
+            process_cpu_ms_per_inference: None,
         }
     }
 

@@ -33,7 +33,8 @@ fn recipe() -> impl Strategy<Value = (PreprocessSpec, Layout)> {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn the_gpu_pass_matches_the_reference_in_f32_and_f16() {
-    let context = crate::cuda::device::open(0).expect("this test needs an NVIDIA GPU");
+    let context = crate::cuda::device::open(0, crate::gpu_sync::GpuSync::default())
+        .expect("this test needs an NVIDIA GPU");
     let mut runner = TestRunner::new(Config { cases: 200, ..Config::default() });
     let case =
         (0usize..5, 1usize..200, 1usize..120, 0usize..8, (1usize..300, 1usize..300), recipe(), any::<u64>());
@@ -76,7 +77,8 @@ fn the_gpu_pass_matches_the_reference_in_f32_and_f16() {
 #[test]
 #[ignore = "needs an NVIDIA GPU"]
 fn a_frame_of_another_size_is_refused() {
-    let context = crate::cuda::device::open(0).expect("this test needs an NVIDIA GPU");
+    let context = crate::cuda::device::open(0, crate::gpu_sync::GpuSync::default())
+        .expect("this test needs an NVIDIA GPU");
     let spec = PreprocessSpec {
         resize: ResizeMode::Stretch,
         resize_short_side: None,

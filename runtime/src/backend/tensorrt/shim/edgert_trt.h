@@ -52,6 +52,8 @@ typedef struct edgert_trt_symbols {
     /* TensorRT 8.x tactics come from cuDNN and cuBLASLt: */
     size_t (*cudnn_get_version)(void);
     size_t (*cublaslt_get_version)(void);
+    /* libcudart, called by edgert before TensorRT opens the GPU: how waits are scheduled */
+    int (*cuda_set_device_flags)(unsigned int flags);
 } edgert_trt_symbols;
 
 /* What a call that fails returns: 1, or, from edgert_trt_build, this when TensorRT refused the

@@ -11,6 +11,7 @@ size_t edgert_trt_layout(size_t* out, size_t capacity) {
         offsetof(edgert_trt_symbols, cuda_get_error_string),
         offsetof(edgert_trt_symbols, cu_device_get_name),
         offsetof(edgert_trt_symbols, cublaslt_get_version),
+        offsetof(edgert_trt_symbols, cuda_set_device_flags),
         sizeof(edgert_trt_error),
         sizeof(edgert_trt_tensor),
         offsetof(edgert_trt_tensor, dims),
