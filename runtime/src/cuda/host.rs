@@ -1,7 +1,9 @@
-//! Page-locked host memory for frames on their way to the GPU. On a Jetson (an integrated GPU:
-//! one memory for CPU and GPU) it is mapped into the GPU's address space and kernels read the
-//! frame where the CPU wrote it, with no copy. On a discrete GPU it is pinned, so the copy to the
-//! device runs asynchronously at full bandwidth, without the driver's bounce buffer.
+//! Page-locked host memory for frames on their way to the GPU. Each frame is copied into it by the
+//! CPU, from the capture's own buffer (which CUDA cannot read: V4L2's are not page-locked). On a
+//! Jetson (an integrated GPU: one memory for CPU and GPU) it is mapped into the GPU's address
+//! space and kernels read the frame where the CPU wrote it: no copy to device memory. On a
+//! discrete GPU it is pinned, so the copy to the device runs asynchronously at full bandwidth,
+//! without the driver's bounce buffer.
 
 use std::sync::Arc;
 
@@ -11,9 +13,9 @@ use super::{driver_error, GpuError};
 
 pub struct FrameUpload {
     stream: Arc<CudaStream>,
-    zero_copy: bool,
+    mapped: bool,
     staging: Option<PinnedHostSlice<u8>>,
-    /// Where kernels read the frame: the staging memory's mapped address (zero copy), or
+    /// Where kernels read the frame: the staging memory's mapped address, or
     /// `device`'s.
     address: u64,
     device: Option<CudaSlice<u8>>,
@@ -23,21 +25,21 @@ impl FrameUpload {
     pub fn new(stream: Arc<CudaStream>) -> Result<FrameUpload, GpuError> {
         let context = stream.context();
         let attribute = |a| context.attribute(a).map_err(|e| driver_error("reading the GPU's attributes", e));
-        let zero_copy = attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED)? == 1
+        let mapped = attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED)? == 1
             && attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY)? == 1;
-        Ok(FrameUpload { stream, zero_copy, staging: None, address: 0, device: None })
+        Ok(FrameUpload { stream, mapped, staging: None, address: 0, device: None })
     }
 
     /// Whether kernels read frames from mapped host memory (integrated GPUs).
-    pub fn is_zero_copy(&self) -> bool {
-        self.zero_copy
+    pub fn is_mapped(&self) -> bool {
+        self.mapped
     }
 
     /// Puts `frame` where this stream's kernels read it and returns that device address, valid
     /// until the next call.
     pub fn upload(&mut self, frame: &[u8]) -> Result<u64, GpuError> {
         let held = self.staging.as_ref().map(|s| s.len());
-        for step in steps(held, frame.len(), self.zero_copy) {
+        for step in steps(held, frame.len(), self.mapped) {
             match step {
                 Step::Synchronize => {
                     self.stream.synchronize().map_err(|e| driver_error("waiting for the last frame", e))?
@@ -65,7 +67,7 @@ impl FrameUpload {
 
     fn allocate(&mut self, bytes: usize) -> Result<(), GpuError> {
         let context = self.stream.context();
-        let flags = match self.zero_copy {
+        let flags = match self.mapped {
             true => sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_PORTABLE,
             false => sys::CU_MEMHOSTALLOC_PORTABLE,
         };
@@ -73,7 +75,7 @@ impl FrameUpload {
         // SAFETY: the memory is written in full by `upload` before any read.
         let staging = unsafe { context.alloc_pinned_with_flags::<u8>(bytes, flags) }
             .map_err(|e| driver_error(&what, e))?;
-        if self.zero_copy {
+        if self.mapped {
             let host = staging.as_ptr().map_err(|e| driver_error(&what, e))?;
             let mut address: sys::CUdeviceptr = 0;
             // SAFETY: `host` is the start of memory allocated with CU_MEMHOSTALLOC_DEVICEMAP.
@@ -110,19 +112,19 @@ enum Step {
 }
 
 /// The steps of uploading a frame of `bytes` when `held` bytes of staging exist. Memory a kernel
-/// may still read is neither freed (a frame of another size) nor overwritten (zero copy) before
+/// may still read is neither freed (a frame of another size) nor overwritten (mapped) before
 /// the stream is waited for.
-fn steps(held: Option<usize>, bytes: usize, zero_copy: bool) -> Vec<Step> {
+fn steps(held: Option<usize>, bytes: usize, mapped: bool) -> Vec<Step> {
     let resize = held != Some(bytes);
     let mut steps = Vec::new();
-    if resize && held.is_some() || !resize && zero_copy {
+    if resize && held.is_some() || !resize && mapped {
         steps.push(Step::Synchronize);
     }
     if resize {
         steps.push(Step::Reallocate);
     }
     steps.push(Step::Write);
-    if !zero_copy {
+    if !mapped {
         steps.push(Step::CopyToDevice);
     }
     steps
@@ -136,9 +138,9 @@ mod tests {
     fn memory_a_kernel_may_read_is_waited_for_before_it_is_freed_or_overwritten() {
         // A new size frees the old buffers: on a Jetson a kernel may still read the mapped frame,
         // on a desktop GPU a copy may still read the pinned one.
-        for zero_copy in [true, false] {
-            let changed = steps(Some(640 * 480 * 2), 1280 * 720 * 2, zero_copy);
-            assert_eq!(changed[..2], [Synchronize, Reallocate], "zero copy {zero_copy}");
+        for mapped in [true, false] {
+            let changed = steps(Some(640 * 480 * 2), 1280 * 720 * 2, mapped);
+            assert_eq!(changed[..2], [Synchronize, Reallocate], "mapped {mapped}");
         }
         // The same size: mapped memory is overwritten only after the last frame's kernels; pinned
         // memory waits for its own copy (`as_mut_slice`), not for the whole stream.

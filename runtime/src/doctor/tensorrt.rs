@@ -1,17 +1,19 @@
 //! TensorRT (feature `tensorrt`): the library loads; the embedded model builds into an engine in
 //! FP32 and FP16, and its Q/DQ form in INT8; each runs and matches `cpu`; an engine is written to
 //! the engine cache and read back; DLA cores are listed and, where there are any, one engine
-//! builds and runs on DLA 0.
+//! builds with layers on DLA 0 and runs; with CUDA too, a frame preprocessed on the GPU is read by
+//! the engine where it is and answers as the host copy does.
 
 use super::{Area, Check};
 
-const CHECKS: [(&str, u64); 6] = [
+const CHECKS: [(&str, u64); 7] = [
     ("library", 2_000),
     ("fp32 engine", 10_000),
     ("fp16 engine", 10_000),
     ("int8 engine", 10_000),
     ("engine cache", 10_000),
     ("dla", 20_000),
+    ("gpu input in place", 10_000),
 ];
 
 #[cfg(not(feature = "tensorrt"))]
@@ -44,7 +46,7 @@ fn with(make: fn(TrtOptions) -> TensorrtBackend) -> Vec<Check> {
             }
         }
     };
-    let [library_, fp32, fp16, int8, cache, dla_] = CHECKS;
+    let [library_, fp32, fp16, int8, cache, dla_, in_place] = CHECKS;
     vec![
         Check::new(Area::Tensorrt, library_.0, library_.1, move |o, f| library(make, o, f)),
         Check::new(Area::Tensorrt, fp32.0, fp32.1, quick_skips(fp32_engine)).needs("library"),
@@ -52,6 +54,7 @@ fn with(make: fn(TrtOptions) -> TensorrtBackend) -> Vec<Check> {
         Check::new(Area::Tensorrt, int8.0, int8.1, quick_skips(int8_engine)).needs("library"),
         Check::new(Area::Tensorrt, cache.0, cache.1, quick_skips(engine_cache)).needs("library"),
         Check::new(Area::Tensorrt, dla_.0, dla_.1, quick_skips(dla)).needs("library"),
+        Check::new(Area::Tensorrt, in_place.0, in_place.1, quick_skips(gpu_input_in_place)).needs("library"),
     ]
 }
 
@@ -287,6 +290,97 @@ mod on_trt {
             other => other,
         }
     }
+
+    /// A camera frame preprocessed on the GPU into the engine's input, read by TensorRT where it
+    /// is (`--preprocess gpu`), against the same frame preprocessed on the CPU and copied.
+    #[cfg(feature = "cuda")]
+    pub fn gpu_input_in_place(make: Make, _: &Options, _: &Facts) -> Outcome {
+        use crate::backend::PrepareOptions;
+        use crate::frame::{Frame, PixelFormat};
+        use crate::preprocess::fused::FusedPreprocess;
+        use crate::tensor::{DataType, HostTensor};
+
+        let sync = crate::gpu_sync::GpuSync::default();
+        if let Err(e) = crate::cuda::device::open(0, sync) {
+            return Outcome::skip(format!("no GPU to preprocess on: {e}"));
+        }
+        let w = match written() {
+            Ok(w) => w,
+            Err(o) => return o,
+        };
+        let model = match embedded::load(&w.manifest) {
+            Ok(m) => m,
+            Err(e) => return Outcome::fail("the embedded model to load", e, "a bug in edgert: report it"),
+        };
+        let trt = make(options(&w, Some(BuildPrecision::Fp32)));
+        let mut session = match trt.prepare(&model, &PrepareOptions::default()).and_then(|p| p.spawn()) {
+            Ok(s) => s,
+            Err(e) => return Outcome::fail("an engine built", format!("TensorRT, preparing: {e}"), FIX),
+        };
+        let shape = model.input_shape(1);
+        let (width, height) = (64, 48);
+        let fused = match FusedPreprocess::new(
+            &model.manifest.preprocess,
+            shape[3],
+            shape[2],
+            model.manifest.input.layout,
+            width,
+            height,
+        ) {
+            Ok(f) => f,
+            Err(e) => {
+                return Outcome::fail("a preprocessing plan", e.to_string(), "a bug in edgert: report it")
+            }
+        };
+        let data = crate::capture::synthetic::noise(PixelFormat::Yuyv.frame_bytes(width * 2, height), 7);
+        let frame = match Frame::new(PixelFormat::Yuyv, width, height, width * 2, &data) {
+            Ok(f) => f,
+            Err(e) => return Outcome::fail("a synthetic frame", e.to_string(), "a bug in edgert: report it"),
+        };
+        let mut host = HostTensor::zeros(&shape);
+        if let Err(e) = fused.run(&frame, &mut host.data) {
+            return Outcome::fail("the CPU pass", e.to_string(), "a bug in edgert: report it");
+        }
+        let want = match session.run(&host) {
+            Ok(o) => o,
+            Err(e) => return Outcome::fail("the engine run from host memory", format!("TensorRT, {e}"), FIX),
+        };
+        let got =
+            crate::stream::gpu::GpuStage::open(fused, DataType::F32, &shape, sync).and_then(|mut stage| {
+                let mut batch = None;
+                let failed = |e: crate::stream::error::PassError| crate::Error::Usage(e.to_string());
+                stage.fill(&mut batch, 0, &frame).map_err(failed)?;
+                stage.finish().map_err(failed)?;
+                let batch = batch.expect("filled above");
+                session.run_on_device(&batch.input(&shape))
+            });
+        let got = match got {
+            Ok(o) => o,
+            Err(e) => {
+                return Outcome::fail(
+                    "the engine run on the GPU's preprocessed input, in place",
+                    e.to_string(),
+                    "run with --preprocess cpu and report it",
+                )
+            }
+        };
+        let worst = got[0].data.iter().zip(&want[0].data).map(|(a, b)| (a - b).abs()).fold(0.0f32, f32::max);
+        let seen = format!("logits from the GPU's input in place within {worst:.1e} of the host copy's");
+        if worst <= 1e-3 {
+            Outcome::pass(seen)
+        } else {
+            Outcome::fail(
+                "logits within 1e-3 of the host copy's",
+                seen,
+                "run with --preprocess cpu and report it",
+            )
+        }
+    }
+
+    #[cfg(not(feature = "cuda"))]
+    pub fn gpu_input_in_place(_: Make, _: &Options, _: &Facts) -> Outcome {
+        Outcome::skip("needs CUDA too (build with --features tensorrt,cuda-12060 or the board's CUDA)")
+    }
 }
 
 #[cfg(all(test, feature = "tensorrt"))]
@@ -315,7 +409,10 @@ mod tests {
     fn against_a_working_tensorrt_every_check_passes() {
         let done = run(|o| crate::backend::tensorrt::mocked(&mock::API, o));
         for d in &done {
-            assert!(d.outcome.passed(), "{}: {:?}", d.name, d.outcome);
+            // The mock's engines are real host code, but preprocessing on the GPU needs a GPU.
+            let no_gpu = d.name == "gpu input in place"
+                && matches!(&d.outcome, Outcome::Skip { reason } if reason.starts_with("no GPU") || reason.starts_with("needs CUDA"));
+            assert!(d.outcome.passed() || no_gpu, "{}: {:?}", d.name, d.outcome);
         }
         assert!(
             matches!(outcome(&done, "dla"), Outcome::Pass { seen } if seen.starts_with("2 DLA cores; 3 of 4 layers on DLA 0")),
@@ -334,6 +431,7 @@ mod tests {
                     "{:?}",
                     d.outcome
                 ),
+                "gpu input in place" => assert!(d.outcome.status() != "fail", "{:?}", d.outcome),
                 _ => assert!(d.outcome.passed(), "{}: {:?}", d.name, d.outcome),
             }
         }

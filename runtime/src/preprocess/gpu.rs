@@ -115,8 +115,8 @@ impl GpuPreprocess {
     }
 
     /// Whether frames are read in place from mapped host memory (an integrated GPU).
-    pub fn is_zero_copy(&self) -> bool {
-        self.frames.is_zero_copy()
+    pub fn is_mapped(&self) -> bool {
+        self.frames.is_mapped()
     }
 
     /// Puts `frame` where the GPU reads it and fills `out` (`item_len` values, f32 or f16 bits) on

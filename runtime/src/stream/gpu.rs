@@ -1,7 +1,8 @@
 //! `--preprocess gpu`: the preprocess stage runs the fused pass as a CUDA kernel writing each
 //! batch straight into GPU memory, and the inference stage hands that memory to the backend in
 //! place (`Session::run_on_device`), so no tensor crosses back to the host. Frames reach the GPU
-//! through `FrameUpload`: read in place from mapped memory on a Jetson. Without the `cuda`
+//! through `FrameUpload`: copied by the CPU into mapped memory the kernels read in place on a
+//! Jetson, into pinned memory and then the GPU's elsewhere. Without the `cuda`
 //! feature the types exist but cannot be made, so the stages need no `cfg`.
 
 use crate::backend::Session;
@@ -82,8 +83,8 @@ mod enabled {
             Ok(GpuStage { pass, stream, half, batch_len: input_shape.iter().product() })
         }
 
-        pub fn is_zero_copy(&self) -> bool {
-            self.pass.is_zero_copy()
+        pub fn is_mapped(&self) -> bool {
+            self.pass.is_mapped()
         }
 
         /// Preprocesses `frame` into item `k` of `batch`, which is allocated on first use.
@@ -159,7 +160,7 @@ mod disabled {
             })
         }
 
-        pub fn is_zero_copy(&self) -> bool {
+        pub fn is_mapped(&self) -> bool {
             match *self {}
         }
 
@@ -240,7 +241,7 @@ mod tests {
             };
             let worst =
                 got.iter().zip(&want).map(|(a, b)| (a - b).abs() / b.abs().max(1.0)).fold(0.0, f32::max);
-            assert!(worst <= 1e-3, "{dtype}: max difference {worst} (zero copy: {})", stage.is_zero_copy());
+            assert!(worst <= 1e-3, "{dtype}: max difference {worst} (mapped: {})", stage.is_mapped());
         }
     }
 }

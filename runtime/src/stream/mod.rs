@@ -6,7 +6,7 @@
 
 pub mod error;
 mod frames;
-mod gpu;
+pub(crate) mod gpu;
 mod output;
 pub mod queue;
 mod stages;
@@ -85,7 +85,9 @@ pub struct StreamStats {
     pub reconnects: u64,
     pub drop_policy: DropPolicy,
     pub queue_depth: usize,
-    /// `cpu`, `gpu`, or `gpu-zero-copy` (frames read in place from mapped memory, on a Jetson).
+    /// `cpu`; `gpu` (each frame copied by the CPU into pinned memory, then to the GPU's); or
+    /// `gpu-mapped` (an integrated GPU: each frame copied by the CPU into mapped memory, which
+    /// the kernels read where it is: one copy, by the CPU, and none by the GPU).
     pub preprocess_on: &'static str,
     pub frames_captured: u64,
     pub frames_processed: u64,
@@ -156,7 +158,7 @@ pub fn run(
         gpu::open(config.gpu_preprocess, plan.fused(), session, &backend, &input_spec, &input_shape, sync)?;
     let preprocess_on = match &gpu {
         None => "cpu",
-        Some(gpu) if gpu.is_zero_copy() => "gpu-zero-copy",
+        Some(gpu) if gpu.is_mapped() => "gpu-mapped",
         Some(_) => "gpu",
     };
     let measured = stages::run(
