@@ -1,7 +1,7 @@
 //! `.cu` sources compiled at first use by NVRTC (shipped in JetPack; no nvcc needed to cross-build)
 //! to machine code for the GPU's own architecture, so the driver never compiles PTX (a driver older
-//! than NVRTC refuses its PTX), and cached on disk under a key of the source, NVRTC's version and
-//! the target, so later starts skip the compile.
+//! than NVRTC refuses its PTX), and cached on disk under a key of the source, NVRTC's and the
+//! driver's versions and the target, so later starts skip the compile.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -33,13 +33,15 @@ pub struct Compiled {
 
 /// `source` for compute capability `sm` (`(8, 7)` on Orin), from the cache or compiled now.
 pub fn kernels(name: &str, source: &str, sm: (i32, i32)) -> Result<Compiled, GpuError> {
-    kernels_cached_in(nvrtc::get()?, &cache_dir(), name, source, sm)
+    let driver = super::device::driver_version().ok();
+    kernels_cached_in(nvrtc::get()?, driver, &cache_dir(), name, source, sm)
 }
 
 /// `kernels` with the cache in `dir`. A cache that cannot be written only costs the next start a
 /// compile.
 fn kernels_cached_in(
     nvrtc: &Nvrtc,
+    driver: Option<i32>,
     dir: &Path,
     name: &str,
     source: &str,
@@ -61,7 +63,8 @@ fn kernels_cached_in(
         );
     }
     let arch = target.name();
-    let key = Sha256::digest(format!("{source}\n{arch}\nnvrtc {major}.{minor}").as_bytes());
+    let key =
+        Sha256::digest(format!("{source}\n{arch}\nnvrtc {major}.{minor}\ndriver {driver:?}").as_bytes());
     let hex: String = key.iter().take(8).map(|b| format!("{b:02x}")).collect();
     let extension = match target {
         Target::Cubin(_) => "cubin",
@@ -107,7 +110,7 @@ mod tests {
         let nvrtc = super::nvrtc::get().unwrap();
         let source = crate::preprocess::gpu::SOURCE;
         let dir = tempfile::tempdir().unwrap();
-        let kernels = |sm| super::kernels_cached_in(nvrtc, dir.path(), "fused", source, sm).unwrap();
+        let kernels = |sm| super::kernels_cached_in(nvrtc, None, dir.path(), "fused", source, sm).unwrap();
         // Xavier, Orin, and a desktop Ada GPU.
         for sm in [(7, 2), (8, 7), (8, 9)] {
             let compiled = kernels(sm);
@@ -126,6 +129,11 @@ mod tests {
             assert!(kernels(sm).cached, "the second request is the cache's");
         }
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+        // A driver update is a new entry.
+        let updated =
+            super::kernels_cached_in(nvrtc, Some(12080), dir.path(), "fused", source, (8, 7)).unwrap();
+        assert!(!updated.cached);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 4);
     }
 
     #[test]
@@ -136,6 +144,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let error = super::kernels_cached_in(
             super::nvrtc::get().unwrap(),
+            None,
             dir.path(),
             "broken",
             "extern \"C\" __global__ void k() { undeclared(); }",

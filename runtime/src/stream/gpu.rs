@@ -179,8 +179,21 @@ mod disabled {
     }
 }
 
-/// Opens the GPU stage when asked for. The kernel runs the fused pass alone: frames shrunk more
-/// than 2× are sampled bilinearly there, without the CPU path's antialiased downscale.
+/// Why `--preprocess gpu` gives these frames other values than `--preprocess cpu`: the kernel runs
+/// the fused pass alone, sampling bilinearly, where the CPU path first downscales RGB24, BGR24
+/// and GREY frames that shrink with an antialiasing filter (as PIL and torchvision do). None
+/// where both run the same pass (YUYV and NV12 are sampled bilinearly on both; no shrink).
+pub fn differs_from_cpu(plan: &crate::preprocess::plan::FramePlan, frames: &str) -> Option<String> {
+    plan.downscales().then(|| {
+        format!(
+            "--preprocess gpu samples these {frames} frames bilinearly as they shrink into the input, where \
+             --preprocess cpu antialiases them first, as PIL and torchvision do: a model's answers can differ. \
+             Prefer --preprocess cpu for this source, or a capture size near the model's input (docs/gpu.md)"
+        )
+    })
+}
+
+/// Opens the GPU stage when asked for. The kernel runs the fused pass alone (`differs_from_cpu`).
 pub fn open(
     on_gpu: bool,
     fused: &FusedPreprocess,

@@ -156,6 +156,10 @@ pub fn run(
     let (session, postprocess) = pipeline.split();
     let gpu =
         gpu::open(config.gpu_preprocess, plan.fused(), session, &backend, &input_spec, &input_shape, sync)?;
+    let frames = format!("{} {}x{}", info.format.name(), info.width, info.height);
+    if let (Some(_), Some(why)) = (&gpu, gpu::differs_from_cpu(&plan, &frames)) {
+        eprintln!("edgert: warning: {why}");
+    }
     let preprocess_on = match &gpu {
         None => "cpu",
         Some(gpu) if gpu.is_mapped() => "gpu-mapped",

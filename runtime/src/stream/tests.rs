@@ -366,3 +366,32 @@ fn reconnect_opens_a_failed_source_again_until_its_attempts_run_out() {
     assert_eq!(run.stats.ending, Ending::Frames);
     assert_eq!((run.stats.reconnects, seen.len()), (1, 3));
 }
+
+/// What `--preprocess gpu` computes for a shrunk RGB24 frame (the fused pass alone: the GPU
+/// kernel's result against it is the kernel test's, where there is a GPU) differs from the CPU
+/// path's antialiased downscale by far more than rounding: the run says so. YUYV takes the same
+/// pass on both, and a frame that does not shrink needs no filter: nothing to say.
+#[test]
+fn gpu_preprocessing_of_a_shrunk_rgb_frame_differs_from_the_cpu_path_and_says_so() {
+    use crate::model::manifest::{Layout, PreprocessSpec};
+    use crate::preprocess::plan::FramePlan;
+
+    let spec = PreprocessSpec::imagenet();
+    let (width, height) = (640, 480);
+    let data = crate::capture::synthetic::noise(PixelFormat::Rgb24.frame_bytes(width * 3, height), 3);
+    let frame = crate::frame::Frame::new(PixelFormat::Rgb24, width, height, width * 3, &data).unwrap();
+    let mut plan =
+        FramePlan::new(&spec, (224, 224), Layout::Nchw, PixelFormat::Rgb24, (width, height)).unwrap();
+    let (mut cpu, mut gpu) = (vec![0f32; plan.item_len()], vec![0f32; plan.item_len()]);
+    plan.run(&frame, &mut cpu).unwrap();
+    plan.fused().run(&frame, &mut gpu).unwrap();
+    let mean = cpu.iter().zip(&gpu).map(|(a, b)| (a - b).abs()).sum::<f32>() / cpu.len() as f32;
+    // Normalised values of noise: averaging a 3×2 window and sampling four pixels part by ~0.5.
+    assert!(mean > 0.1, "the two paths agree to {mean} on average: no reason to warn");
+    let said = super::gpu::differs_from_cpu(&plan, "rgb24 640x480").unwrap();
+    assert!(said.contains("rgb24 640x480") && said.contains("--preprocess cpu antialiases"), "{said}");
+    for (format, size) in [(PixelFormat::Yuyv, (640, 480)), (PixelFormat::Rgb24, (224, 224))] {
+        let plan = FramePlan::new(&spec, (224, 224), Layout::Nchw, format, size).unwrap();
+        assert_eq!(super::gpu::differs_from_cpu(&plan, "frames"), None, "{format:?} {size:?}");
+    }
+}
