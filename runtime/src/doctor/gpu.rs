@@ -395,6 +395,15 @@ mod tests {
     use crate::doctor::runner::{run_checks, LEAST_DEADLINE};
     use crate::doctor::{Facts, Options, Outcome};
 
+    /// A Jetson is told of the tools JetPack has; `nvidia-smi` is not one of them before JetPack 6.
+    #[test]
+    fn driver_fixes_name_the_tools_the_machine_has() {
+        let jetson = super::on_gpu::driver_fix(true);
+        assert!(jetson.contains("tegrastats") && jetson.contains("jetson_release"), "{jetson}");
+        assert!(!jetson.contains("nvidia-smi"), "{jetson}");
+        assert!(super::on_gpu::driver_fix(false).contains("nvidia-smi"));
+    }
+
     /// Without a driver (CI) every GPU check skips, naming libcuda or the check it needs; with a
     /// GPU (`benches/gpu-check.sh`) every one passes but mapped memory, which a discrete GPU skips.
     #[test]
