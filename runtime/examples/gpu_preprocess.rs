@@ -22,7 +22,7 @@ fn fail(what: &str, error: impl std::fmt::Display) -> ! {
 
 fn main() {
     let iterations: usize = std::env::args().nth(1).map_or(500, |n| n.parse().expect("ITERATIONS"));
-    let context = device::open(0).unwrap_or_else(|e| fail("GPU", e));
+    let context = device::open(0, Default::default()).unwrap_or_else(|e| fail("GPU", e));
     let stream = context.default_stream();
     let name = context.name().unwrap_or_default();
     let (major, minor) =

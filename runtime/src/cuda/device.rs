@@ -78,16 +78,17 @@ pub fn open(ordinal: usize, sync: GpuSync) -> Result<Arc<CudaContext>, GpuError>
 /// Sets how threads wait for device `ordinal`'s primary context, which the CUDA runtime, TensorRT
 /// and tract share: before it is first used, or (the `_v2` call) while it is in use.
 pub fn schedule(ordinal: usize, sync: GpuSync) -> Result<(), GpuError> {
-    let ordinal = i32::try_from(ordinal).map_err(|_| GpuError::NoDevice(format!(" numbered {ordinal}")))?;
+    let no_device = |ordinal: usize| GpuError::NoDevice(format!(" numbered {ordinal}"));
+    let index = i32::try_from(ordinal).map_err(|_| no_device(ordinal))?;
     let mut device: sys::CUdevice = 0;
     // SAFETY: cuInit and cuDeviceGet write only what they are given; the flags are a scheduling
     // flag the driver defines, applied to this device's primary context.
     unsafe {
-        sys::cuInit(0).result().map_err(|e| driver_error("cuInit", e))?;
-        sys::cuDeviceGet(&mut device, ordinal).result().map_err(|e| match e.0 {
+        sys::cuInit(0).result().map_err(|e| match e.0 {
             sys::cudaError_enum::CUDA_ERROR_NO_DEVICE => GpuError::NoDevice(String::new()),
-            _ => GpuError::NoDevice(format!(" numbered {ordinal}")),
+            _ => driver_error("cuInit", e),
         })?;
+        sys::cuDeviceGet(&mut device, index).result().map_err(|_| no_device(ordinal))?;
         sys::cuDevicePrimaryCtxSetFlags_v2(device, sync.flag())
             .result()
             .map_err(|e| driver_error(&format!("--gpu-sync {}", sync.name()), e))

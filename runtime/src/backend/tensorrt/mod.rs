@@ -302,10 +302,12 @@ fn check_request(runtime: &Runtime, model: &Model, batch: usize, options: &TrtOp
     if let (true, Some(asked @ (BuildPrecision::Fp32 | BuildPrecision::Fp16))) =
         (quantized, options.precision)
     {
+        let flag = if model.precision() == Precision::Fp8 { "FP8" } else { "INT8" };
         let reason = format!(
-            "is quantized (Q/DQ nodes), which TensorRT builds only with INT8 enabled, not --trt-precision {}: \
-             leave --trt-precision out, or give int8 or best",
-            asked.name()
+            "is quantized (Q/DQ nodes), which TensorRT builds only with {flag} enabled, not --trt-precision {}: \
+             leave --trt-precision out{}",
+            asked.name(),
+            if flag == "INT8" { ", or give int8 or best" } else { "" }
         );
         return Err(Error::input(path, reason));
     }
@@ -433,7 +435,7 @@ fn absolute_c_path(path: &Path) -> std::ffi::CString {
 /// The workspace an engine build may take, in MiB: `--trt-workspace-mb`, else, on an integrated
 /// GPU (a Jetson, whose GPU memory is the system's), half the memory free when TensorRT opened,
 /// else None: TensorRT's default, all of the device's memory.
-pub fn workspace(runtime: &Runtime, options: &TrtOptions) -> Option<u64> {
+fn workspace(runtime: &Runtime, options: &TrtOptions) -> Option<u64> {
     match options.workspace_mb {
         Some(mib) => Some(mib),
         None if runtime.device.integrated == 1 => runtime.identity.free_mib.map(|free| (free / 2).max(1)),

@@ -229,6 +229,13 @@ fn an_fp8_qdq_model_builds_with_the_fp8_flag_where_tensorrt_has_fp8() {
     // What the mock refuses, as TensorRT does: FP8 Q/DQ with only the INT8 flag.
     let message = raw_build(&fp8, true, true, -1).unwrap_err();
     assert!(message.contains("FP8 layers need BuilderFlag::kFP8"), "{message}");
+    let mut fp32 = backend(desktop_trt10, dir.path());
+    fp32.options.precision = Some(BuildPrecision::Fp32);
+    let message = fp32.build(&fp8, 1).unwrap_err().to_string();
+    assert!(
+        message.contains("which TensorRT builds only with FP8 enabled, not --trt-precision fp32"),
+        "{message}"
+    );
     let message = backend(orin_trt8, dir.path()).build(&fp8, 1).unwrap_err().to_string();
     assert!(
         message.contains("digits_fp8.toml: has FP8 Q/DQ nodes, and TensorRT 8.6.2 has no FP8 kernels"),
