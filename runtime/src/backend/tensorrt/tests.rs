@@ -279,19 +279,21 @@ fn tensorrt_11_builds_the_types_the_model_has_and_refuses_other_precisions() {
     assert!(dla.build(&model("digits_mlp_int8_qdq.toml"), 1).is_ok());
 }
 
-/// The mock's build called as the backend calls the shim, with these flags and no calibrator;
-/// the shim's refusal, in its words.
-fn raw_build(model: &Model, fp16: bool, int8: bool, dla_core: i32) -> Result<Vec<u8>, String> {
+/// The mock's runtime of a TensorRT 10.3 on an AGX Orin, opened as the backend opens it.
+fn orin_runtime() -> super::handles::Runtime {
     let (symbols, _) = orin_trt10().unwrap();
-    let runtime = super::handles::Runtime::open(&mock::API, &symbols, None, Default::default()).unwrap();
-    let onnx = std::fs::read(&model.onnx_path).unwrap();
+    super::handles::Runtime::open(&mock::API, &symbols, None, Default::default()).unwrap()
+}
+
+/// Build options for the digits MLP at batch 1 in FP32 on the GPU, with nothing else given.
+fn digits_build() -> ffi::BuildOptions {
     let mut dims = [0i64; ffi::MAX_DIMS];
     dims[..4].copy_from_slice(&[1, 1, 8, 8]);
-    let options = ffi::BuildOptions {
-        fp16: fp16 as i32,
-        int8: int8 as i32,
+    ffi::BuildOptions {
+        fp16: 0,
+        int8: 0,
         sparsity: 0,
-        dla_core,
+        dla_core: -1,
         workspace_bytes: 0,
         timing_cache: std::ptr::null(),
         timing_cache_bytes: 0,
@@ -302,7 +304,15 @@ fn raw_build(model: &Model, fp16: bool, int8: bool, dla_core: i32) -> Result<Vec
         calibrator: std::ptr::null(),
         model_path: std::ptr::null(),
         fp8: 0,
-    };
+    }
+}
+
+/// The mock's build called as the backend calls the shim, with these flags and no calibrator;
+/// the shim's refusal, in its words.
+fn raw_build(model: &Model, fp16: bool, int8: bool, dla_core: i32) -> Result<Vec<u8>, String> {
+    let runtime = orin_runtime();
+    let onnx = std::fs::read(&model.onnx_path).unwrap();
+    let options = ffi::BuildOptions { fp16: fp16 as i32, int8: int8 as i32, dla_core, ..digits_build() };
     match runtime.build(&onnx, &options) {
         Ok((plan, _, _)) => Ok(plan),
         Err(super::TrtError::Call(message)) => Err(message),
@@ -471,28 +481,12 @@ fn a_timing_cache_from_another_release_or_gpu_is_replaced_not_fatal() {
     assert_eq!(std::fs::read(&timing_cache).unwrap(), b"mock timing cache: TensorRT 10.3.0 sm 8.7");
     // What the mock refuses, as the shim hands it to the backend.
     let stale = b"mock timing cache: TensorRT 10.3.0 sm 7.2";
-    let (symbols, _) = orin_trt10().unwrap();
-    let runtime = super::handles::Runtime::open(&mock::API, &symbols, None, Default::default()).unwrap();
-    let onnx = digits_onnx();
-    let mut dims = [0i64; ffi::MAX_DIMS];
-    dims[..4].copy_from_slice(&[1, 1, 8, 8]);
     let options = ffi::BuildOptions {
-        fp16: 0,
-        int8: 0,
-        sparsity: 0,
-        dla_core: -1,
-        workspace_bytes: 0,
         timing_cache: stale.as_ptr().cast(),
         timing_cache_bytes: stale.len(),
-        profile_nb_dims: 4,
-        profile_min: dims,
-        profile_opt: dims,
-        profile_max: dims,
-        calibrator: std::ptr::null(),
-        model_path: std::ptr::null(),
-        fp8: 0,
+        ..digits_build()
     };
-    let refused = runtime.build(&onnx, &options).unwrap_err();
+    let refused = orin_runtime().build(&digits_onnx(), &options).unwrap_err();
     assert!(matches!(refused, super::TrtError::TimingCacheRefused(_)), "{refused:?}");
 }
 
