@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{sys, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream, DevicePtr, PinnedHostSlice};
 
 use super::{driver_error, GpuError};
 
@@ -95,6 +95,61 @@ impl FrameUpload {
         }
         self.staging = Some(staging);
         Ok(())
+    }
+}
+
+/// Host memory a frame is captured into, registered with the driver and mapped into an
+/// integrated GPU's address space: kernels read the frame where the capture wrote it, and
+/// `FrameUpload`'s copy is not needed. Unregistered when dropped, before the memory is freed.
+pub struct Registered {
+    context: Arc<CudaContext>,
+    host: usize,
+    bytes: usize,
+    address: u64,
+}
+
+impl Registered {
+    /// The `capacity()` of `buffer` registered and mapped; None where the GPU does not read host
+    /// memory in place (a discrete GPU, a driver without host registration) or the driver
+    /// refuses this memory (it shares a page with memory registered already).
+    pub fn new(context: &Arc<CudaContext>, buffer: &mut Vec<u8>) -> Option<Registered> {
+        if !Registered::supported(context) || buffer.capacity() == 0 || context.bind_to_thread().is_err() {
+            return None;
+        }
+        let (host, bytes) = (buffer.as_mut_ptr(), buffer.capacity());
+        let flags = sys::CU_MEMHOSTREGISTER_DEVICEMAP | sys::CU_MEMHOSTREGISTER_PORTABLE;
+        // SAFETY: `bytes` bytes at `host` are the buffer's allocation, which `FrameSlot` keeps (and
+        // does not reallocate) while this registration lives, and frees only after it.
+        unsafe { sys::cuMemHostRegister_v2(host.cast(), bytes, flags) }.result().ok()?;
+        // From here on `Drop` unregisters, also when the mapping below fails.
+        let mut registered = Registered { context: context.clone(), host: host as usize, bytes, address: 0 };
+        // SAFETY: `host` starts the memory just registered with CU_MEMHOSTREGISTER_DEVICEMAP.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut registered.address, host.cast(), 0) }.result().ok()?;
+        Some(registered)
+    }
+
+    /// Whether the GPU reads registered host memory in place: an integrated GPU that maps host
+    /// memory, with a driver that registers it.
+    pub fn supported(context: &Arc<CudaContext>) -> bool {
+        let attribute = |a| context.attribute(a).unwrap_or(0);
+        attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_INTEGRATED) == 1
+            && attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY) == 1
+            && attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED) == 1
+    }
+
+    /// Where kernels read `data`, when it lies in this memory.
+    pub fn address_of(&self, data: &[u8]) -> Option<u64> {
+        let start = data.as_ptr() as usize;
+        let inside = start >= self.host && start + data.len() <= self.host + self.bytes;
+        inside.then(|| self.address + (start - self.host) as u64)
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let _ = self.context.bind_to_thread();
+        // SAFETY: registered in `new`, unregistered once, while the memory is still allocated.
+        let _ = unsafe { sys::cuMemHostUnregister(self.host as *mut _) };
     }
 }
 

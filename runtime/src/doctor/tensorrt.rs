@@ -347,9 +347,16 @@ mod on_trt {
         };
         let got =
             crate::stream::gpu::GpuStage::open(fused, DataType::F32, &shape, sync).and_then(|mut stage| {
+                // Where the GPU reads registered memory in place (a Jetson), the frame is there, as
+                // a camera run's are; elsewhere it is copied for the GPU.
+                let mut buffer = Vec::with_capacity(data.len());
+                let pinned = stage.pinner().and_then(|p| p.pin(&mut buffer));
+                buffer.extend_from_slice(&data);
+                let frame = Frame::new(PixelFormat::Yuyv, width, height, width * 2, &buffer)
+                    .map_err(|e| crate::Error::Usage(e.to_string()))?;
                 let mut batch = None;
                 let failed = |e: crate::stream::error::PassError| crate::Error::Usage(e.to_string());
-                stage.fill(&mut batch, 0, &frame).map_err(failed)?;
+                stage.fill(&mut batch, 0, &frame, pinned.as_ref()).map_err(failed)?;
                 stage.finish().map_err(failed)?;
                 let batch = batch.expect("filled above");
                 session.run_on_device(&batch.input(&shape))

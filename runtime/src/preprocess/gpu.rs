@@ -125,6 +125,27 @@ impl GpuPreprocess {
         self.plan.check(frame, out.len()).map_err(|e| GpuError::Input(e.to_string()))?;
         let bytes = frame.format.frame_bytes(frame.stride, frame.height);
         let frame_ptr = self.frames.upload(&frame.data[..bytes])?;
+        self.launch(frame, frame_ptr, out)
+    }
+
+    /// `run` on a frame the GPU reads where it is (`Registered` memory at `address`): no copy.
+    /// The caller keeps the frame's memory unchanged until the stream is synchronized.
+    pub fn run_in_place<T: Output>(
+        &mut self,
+        frame: &Frame,
+        address: u64,
+        out: &mut CudaViewMut<T>,
+    ) -> Result<Geometry, GpuError> {
+        self.plan.check(frame, out.len()).map_err(|e| GpuError::Input(e.to_string()))?;
+        self.launch(frame, address, out)
+    }
+
+    fn launch<T: Output>(
+        &mut self,
+        frame: &Frame,
+        frame_ptr: u64,
+        out: &mut CudaViewMut<T>,
+    ) -> Result<Geometry, GpuError> {
         let stream = &self.stream;
         let (columns, _columns_sync) = self.columns.device_ptr(stream);
         let (rows, _rows_sync) = self.rows.device_ptr(stream);
@@ -165,8 +186,8 @@ impl GpuPreprocess {
         };
         let mut launch = stream.launch_builder(kernel);
         launch.arg(&params).arg(out);
-        // SAFETY: `params` matches the kernel's `Params`; every address in it is a live device
-        // buffer of the sizes the plan was made for, checked above.
+        // SAFETY: `params` matches the kernel's `Params`; every address in it is live GPU-visible
+        // memory of the sizes the plan was made for, checked by the callers.
         unsafe { launch.launch(config) }
             .map_err(|e| driver_error("launching the preprocessing kernel", e))?;
         Ok(plan.geometry())

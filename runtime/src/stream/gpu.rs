@@ -22,16 +22,17 @@ fn check_backend(session: &dyn Session, backend: &str) -> Result<()> {
 }
 
 #[cfg(feature = "cuda")]
-pub use enabled::{DeviceBuffer, GpuStage};
+pub use enabled::{DeviceBuffer, GpuStage, PinnedFrame};
 
 #[cfg(feature = "cuda")]
 mod enabled {
     use std::sync::Arc;
 
-    use cudarc::driver::{CudaSlice, CudaStream, DevicePtr};
+    use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr};
 
     use super::GpuSync;
     use crate::backend::DeviceBatch;
+    use crate::cuda::host::Registered;
     use crate::cuda::{device, driver_error, GpuError};
     use crate::frame::Frame;
     use crate::preprocess::fused::FusedPreprocess;
@@ -68,6 +69,21 @@ mod enabled {
         }
     }
 
+    /// A frame slot's memory, registered for the GPU to read in place.
+    pub struct PinnedFrame(Registered);
+
+    /// Registers frame slots' memory as they are made, on whichever thread makes them.
+    #[derive(Clone)]
+    pub struct Pinner {
+        context: Arc<CudaContext>,
+    }
+
+    impl Pinner {
+        pub fn pin(&self, buffer: &mut Vec<u8>) -> Option<PinnedFrame> {
+            Registered::new(&self.context, buffer).map(PinnedFrame)
+        }
+    }
+
     impl GpuStage {
         /// GPU 0, the kernels compiled for it, and the batch layout of `input_shape`.
         pub fn open(
@@ -87,23 +103,42 @@ mod enabled {
             self.pass.is_mapped()
         }
 
-        /// Preprocesses `frame` into item `k` of `batch`, which is allocated on first use.
+        /// What registers frame memory for the kernels to read in place; None where frames are
+        /// copied for them (a discrete GPU, a driver without host registration).
+        pub fn pinner(&self) -> Option<Pinner> {
+            let context = self.stream.context().clone();
+            Registered::supported(&context).then_some(Pinner { context })
+        }
+
+        /// Preprocesses `frame` into item `k` of `batch`, which is allocated on first use: read
+        /// where it is when it lies in `pinned` memory (waited for before returning, so the
+        /// capture may write the memory again), else copied for the GPU.
         pub fn fill(
             &mut self,
             batch: &mut Option<DeviceBuffer>,
             k: usize,
             frame: &Frame,
+            pinned: Option<&PinnedFrame>,
         ) -> Result<Geometry, PassError> {
             if batch.is_none() {
                 *batch = Some(self.allocate()?);
             }
             let len = self.pass.item_len();
             let range = k * len..(k + 1) * len;
-            let done = match batch.as_mut().expect("allocated above") {
-                DeviceBuffer::F32(slice) => self.pass.run(frame, &mut slice.slice_mut(range)),
-                DeviceBuffer::F16(slice) => self.pass.run(frame, &mut slice.slice_mut(range)),
+            let bytes = frame.format.frame_bytes(frame.stride, frame.height).min(frame.data.len());
+            let in_place = pinned.and_then(|p| p.0.address_of(&frame.data[..bytes]));
+            let pass = &mut self.pass;
+            let done = match (batch.as_mut().expect("allocated above"), in_place) {
+                (DeviceBuffer::F32(slice), None) => pass.run(frame, &mut slice.slice_mut(range)),
+                (DeviceBuffer::F16(slice), None) => pass.run(frame, &mut slice.slice_mut(range)),
+                (DeviceBuffer::F32(slice), Some(at)) => pass.run_in_place(frame, at, &mut slice.slice_mut(range)),
+                (DeviceBuffer::F16(slice), Some(at)) => pass.run_in_place(frame, at, &mut slice.slice_mut(range)),
             };
-            Ok(done?)
+            let geometry = done?;
+            if in_place.is_some() {
+                self.finish()?;
+            }
+            Ok(geometry)
         }
 
         /// Waits for the batch's kernels, so the inference stage reads finished input.
@@ -122,7 +157,7 @@ mod enabled {
 }
 
 #[cfg(not(feature = "cuda"))]
-pub use disabled::{DeviceBuffer, GpuStage};
+pub use disabled::{DeviceBuffer, GpuStage, PinnedFrame};
 
 #[cfg(not(feature = "cuda"))]
 mod disabled {
@@ -138,6 +173,15 @@ mod disabled {
     /// Never made: this binary has no CUDA.
     pub enum GpuStage {}
     pub enum DeviceBuffer {}
+    pub enum PinnedFrame {}
+    #[derive(Clone)]
+    pub enum Pinner {}
+
+    impl Pinner {
+        pub fn pin(&self, _buffer: &mut Vec<u8>) -> Option<PinnedFrame> {
+            match *self {}
+        }
+    }
 
     impl DeviceBuffer {
         pub fn input<'a>(&self, _shape: &'a [usize]) -> DeviceBatch<'a> {
@@ -164,11 +208,16 @@ mod disabled {
             match *self {}
         }
 
+        pub fn pinner(&self) -> Option<Pinner> {
+            match *self {}
+        }
+
         pub fn fill(
             &mut self,
             _batch: &mut Option<DeviceBuffer>,
             _k: usize,
             _frame: &Frame,
+            _pinned: Option<&PinnedFrame>,
         ) -> Result<Geometry, PassError> {
             match *self {}
         }
@@ -237,7 +286,7 @@ mod tests {
             let mut stage = GpuStage::open(fused.clone(), dtype, &shape, Default::default()).unwrap();
             let mut batch = None;
             for k in 0..2 {
-                stage.fill(&mut batch, k, &frame(k)).unwrap();
+                stage.fill(&mut batch, k, &frame(k), None).unwrap();
             }
             stage.finish().unwrap();
             let batch = batch.unwrap();

@@ -85,9 +85,11 @@ pub struct StreamStats {
     pub reconnects: u64,
     pub drop_policy: DropPolicy,
     pub queue_depth: usize,
-    /// `cpu`; `gpu` (each frame copied by the CPU into pinned memory, then to the GPU's); or
+    /// `cpu`; `gpu` (each frame copied by the CPU into pinned memory, then to the GPU's);
     /// `gpu-mapped` (an integrated GPU: each frame copied by the CPU into mapped memory, which
-    /// the kernels read where it is: one copy, by the CPU, and none by the GPU).
+    /// the kernels read where it is); or `gpu-in-place` (an integrated GPU that registers host
+    /// memory: the kernels read each frame where the capture stage copied it out of the source,
+    /// with no copy of their own).
     pub preprocess_on: &'static str,
     pub frames_captured: u64,
     pub frames_processed: u64,
@@ -179,6 +181,7 @@ pub fn run(
         source,
         outputs,
     );
+    let preprocess_on = if measured.frames_in_place { "gpu-in-place" } else { preprocess_on };
     let samples = measured.samples;
     let stages = (|| {
         Some(Stages {

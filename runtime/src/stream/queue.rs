@@ -122,6 +122,11 @@ impl<T> Pool<T> {
         self.free.lock().unwrap_or_else(|p| p.into_inner()).push(item);
     }
 
+    /// Whether every buffer in the pool now is as `check` wants.
+    pub fn all(&self, check: impl Fn(&T) -> bool) -> bool {
+        self.free.lock().unwrap_or_else(|p| p.into_inner()).iter().all(check)
+    }
+
     /// Buffers made, the first ones included.
     pub fn made(&self) -> u64 {
         self.made.load(Ordering::Relaxed)

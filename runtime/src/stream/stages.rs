@@ -7,7 +7,7 @@ use crossbeam_channel::Receiver;
 
 use super::error::{PassError, StageError};
 use super::frames::{Drops, FrameSlot};
-use super::gpu::{DeviceBuffer, GpuStage};
+use super::gpu::{DeviceBuffer, GpuStage, PinnedFrame};
 use super::output::{output_stage, ToShow};
 use super::queue::{pop, DropPolicy, Pool, Queue};
 use super::{Buffers, Ending, FrameResult, StreamConfig};
@@ -86,6 +86,8 @@ pub(super) struct Measured {
     pub tensor_buffers: Buffers,
     pub output: Option<OutputStats>,
     pub ending: Ending,
+    /// Every frame buffer was registered for the GPU to read in place.
+    pub frames_in_place: bool,
 }
 
 /// A stage thread's result; a panic there is a bug, passed on as one.
@@ -118,13 +120,17 @@ pub(super) fn run(
     let frame_pool =
         (depth + 2) as u64 + if showing { tensor_pool * batch as u64 + depth as u64 + 1 } else { 0 };
     let host_values = if gpu.is_some() { 0 } else { input_shape.iter().product() };
+    // On a Jetson the GPU reads frames where the capture writes them.
+    let pinner = gpu.as_ref().and_then(GpuStage::pinner);
+    let pinning = pinner.is_some();
     let pools = Pools {
-        frames: Pool::new(frame_pool as usize, move || FrameSlot {
-            data: Vec::with_capacity(frame_bytes),
-            stride: 0,
+        frames: Pool::new(frame_pool as usize, move || {
+            let mut data = Vec::with_capacity(frame_bytes);
+            let pinned = pinner.as_ref().and_then(|p| p.pin(&mut data));
+            FrameSlot { pinned, data, stride: 0,
             sequence: 0,
             timestamp: Duration::ZERO,
-            captured_at: Instant::now(),
+            captured_at: Instant::now() }
         }),
         tensors: Pool::new(tensor_pool as usize, move || BatchSlot {
             values: BatchValues::zeros(input_dtype, host_values),
@@ -134,6 +140,7 @@ pub(super) fn run(
             inference: Duration::ZERO,
         }),
     };
+    let frames_in_place = pinning && pools.frames.all(|slot| slot.pinned.is_some());
     let abort = AtomicBool::new(false);
     let (to_preprocess, preprocess_in) = Queue::bounded(depth, config.drop);
     let (to_inference, inference_in) = Queue::bounded(depth, config.drop);
@@ -187,6 +194,7 @@ pub(super) fn run(
         tensor_buffers: Buffers { pooled: tensor_pool, made: pools.tensors.made() },
         output: shows.map(|shows| shows.stats(outputs, output_dropped.load(Ordering::Relaxed))),
         ending,
+        frames_in_place,
     }
 }
 
@@ -234,8 +242,7 @@ fn capture_stage(
                     source_delay.record(ms(now.saturating_duration_since(at)));
                 }
                 let mut slot = frames.take();
-                slot.data.clear();
-                slot.data.extend_from_slice(frame.frame.data);
+                slot.fill_from(frame.frame.data);
                 slot.stride = frame.frame.stride;
                 slot.sequence = frame.sequence;
                 slot.timestamp = frame.timestamp;
@@ -314,9 +321,15 @@ struct Passes {
 }
 
 impl Passes {
-    fn fill(&mut self, slot: &mut BatchSlot, k: usize, frame: &Frame) -> Result<Geometry, PassError> {
+    fn fill(
+        &mut self,
+        slot: &mut BatchSlot,
+        k: usize,
+        frame: &Frame,
+        pinned: Option<&PinnedFrame>,
+    ) -> Result<Geometry, PassError> {
         match &mut self.gpu {
-            Some(gpu) => gpu.fill(&mut slot.device, k, frame),
+            Some(gpu) => gpu.fill(&mut slot.device, k, frame, pinned),
             None => {
                 let len = self.plan.item_len();
                 let item = k * len..(k + 1) * len;
@@ -365,7 +378,7 @@ fn preprocess_stage(
         let started = Instant::now();
         let mut geometry = Frame::new(info.format, info.width, info.height, frame.stride, &frame.data)
             .map_err(PassError::from)
-            .and_then(|f| passes.fill(slot, k, &f));
+            .and_then(|f| passes.fill(slot, k, &f, frame.pinned.as_ref()));
         if k + 1 == batch {
             geometry = geometry.and_then(|g| passes.finish().map(|()| g));
         }

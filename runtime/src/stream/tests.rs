@@ -395,3 +395,25 @@ fn gpu_preprocessing_of_a_shrunk_rgb_frame_differs_from_the_cpu_path_and_says_so
         assert_eq!(super::gpu::differs_from_cpu(&plan, "frames"), None, "{format:?} {size:?}");
     }
 }
+
+/// Frame memory the GPU reads in place is registered once, where the slot is made: copying
+/// frames of the planned size in never moves it, and a larger frame gives the registration up
+/// before the memory moves.
+#[test]
+fn a_frame_slot_keeps_its_memory_where_it_was_registered() {
+    let mut slot = super::frames::FrameSlot {
+        pinned: None,
+        data: Vec::with_capacity(64),
+        stride: 0,
+        sequence: 0,
+        timestamp: Duration::ZERO,
+        captured_at: std::time::Instant::now(),
+    };
+    let at = slot.data.as_ptr();
+    for fill in [1u8, 2, 3] {
+        slot.fill_from(&[fill; 64]);
+        assert_eq!((slot.data.as_ptr(), slot.data[63]), (at, fill));
+    }
+    slot.fill_from(&[9; 65]);
+    assert!(slot.pinned.is_none() && slot.data.len() == 65);
+}
