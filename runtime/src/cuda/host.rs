@@ -124,7 +124,9 @@ impl Registered {
         // From here on `Drop` unregisters, also when the mapping below fails.
         let mut registered = Registered { context: context.clone(), host: host as usize, bytes, address: 0 };
         // SAFETY: `host` starts the memory just registered with CU_MEMHOSTREGISTER_DEVICEMAP.
-        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut registered.address, host.cast(), 0) }.result().ok()?;
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut registered.address, host.cast(), 0) }
+            .result()
+            .ok()?;
         Some(registered)
     }
 

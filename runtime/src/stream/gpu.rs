@@ -131,8 +131,12 @@ mod enabled {
             let done = match (batch.as_mut().expect("allocated above"), in_place) {
                 (DeviceBuffer::F32(slice), None) => pass.run(frame, &mut slice.slice_mut(range)),
                 (DeviceBuffer::F16(slice), None) => pass.run(frame, &mut slice.slice_mut(range)),
-                (DeviceBuffer::F32(slice), Some(at)) => pass.run_in_place(frame, at, &mut slice.slice_mut(range)),
-                (DeviceBuffer::F16(slice), Some(at)) => pass.run_in_place(frame, at, &mut slice.slice_mut(range)),
+                (DeviceBuffer::F32(slice), Some(at)) => {
+                    pass.run_in_place(frame, at, &mut slice.slice_mut(range))
+                }
+                (DeviceBuffer::F16(slice), Some(at)) => {
+                    pass.run_in_place(frame, at, &mut slice.slice_mut(range))
+                }
             };
             let geometry = done?;
             if in_place.is_some() {

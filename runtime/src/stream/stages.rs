@@ -127,10 +127,14 @@ pub(super) fn run(
         frames: Pool::new(frame_pool as usize, move || {
             let mut data = Vec::with_capacity(frame_bytes);
             let pinned = pinner.as_ref().and_then(|p| p.pin(&mut data));
-            FrameSlot { pinned, data, stride: 0,
-            sequence: 0,
-            timestamp: Duration::ZERO,
-            captured_at: Instant::now() }
+            FrameSlot {
+                pinned,
+                data,
+                stride: 0,
+                sequence: 0,
+                timestamp: Duration::ZERO,
+                captured_at: Instant::now(),
+            }
         }),
         tensors: Pool::new(tensor_pool as usize, move || BatchSlot {
             values: BatchValues::zeros(input_dtype, host_values),
