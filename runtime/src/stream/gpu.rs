@@ -1,9 +1,10 @@
 //! `--preprocess gpu`: the preprocess stage runs the fused pass as a CUDA kernel writing each
 //! batch straight into GPU memory, and the inference stage hands that memory to the backend in
-//! place (`Session::run_on_device`), so no tensor crosses back to the host. Frames reach the GPU
-//! through `FrameUpload`: copied by the CPU into mapped memory the kernels read in place on a
-//! Jetson, into pinned memory and then the GPU's elsewhere. Without the `cuda`
-//! feature the types exist but cannot be made, so the stages need no `cfg`.
+//! place (`Session::run_on_device`), so no tensor crosses back to the host. On a Jetson that
+//! registers host memory the kernels read each frame in the frame buffer the capture stage wrote
+//! (`PinnedFrame`); elsewhere frames reach the GPU through `FrameUpload`: copied by the CPU into
+//! mapped memory (a Jetson) or into pinned memory and then the GPU's. Without the `cuda` feature
+//! the types exist but cannot be made, so the stages need no `cfg`.
 
 use crate::backend::Session;
 use crate::gpu_sync::GpuSync;
