@@ -80,6 +80,8 @@ pub fn check_io_memory(engine: &Engine, path: &Path, batch: usize, limit: Memory
         .iter()
         .map(|t| {
             let shape: Vec<usize> = t.dims.iter().map(|&d| usize::try_from(d).unwrap_or(batch)).collect();
+            // A value takes its type's bytes on the GPU (f32's 4 where nothing is staged), as many
+            // again in the host's staging copy (none for f32), and 4 as f32 on the host.
             let dtype = ffi::data_type(t.dtype);
             let on_gpu = match Staging::staged_bytes(dtype) {
                 0 => 4,
