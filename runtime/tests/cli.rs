@@ -412,3 +412,59 @@ fn the_tract_load_cache_gives_the_same_results_and_survives_a_damaged_entry() {
     run("mobilenetv2_fp32.toml", Some(&cache));
     assert_eq!(entries(), 2);
 }
+
+/// `--json` means one thing in every command: alone, JSON on stdout; with FILE, JSON there and
+/// the text on stdout as usual.
+#[test]
+fn json_alone_takes_stdout_and_json_file_keeps_the_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let digits = model("digits_mlp_nchw.toml");
+    let digits = digits.to_str().unwrap();
+
+    // A document command (inspect): the same report either way.
+    let file = dir.path().join("inspect.json");
+    let out = edgert(&["inspect", "-m", digits, "--json", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("precision  fp32"), "the text stays on stdout: {}", stdout(&out));
+    let written: Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    let printed: Value =
+        serde_json::from_str(&stdout(&edgert(&["inspect", "-m", digits, "--json"]))).unwrap();
+    assert_eq!(written, printed);
+
+    // A command of results as they come (run): JSON Lines in the file, a text line per input on stdout.
+    let file = dir.path().join("run.json");
+    let input = model("digits_test.npz");
+    let out = edgert(&["run", "-m", digits, "-i", input.to_str().unwrap(), "--json", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out).lines().filter(|l| l.contains("digits_test.npz#")).count(), 360);
+    let lines: Vec<Value> =
+        std::fs::read_to_string(&file).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), 360);
+    assert!(lines.iter().all(|l| l["prediction"]["classes"].is_array() && l["label"].is_i64()));
+
+    // A measuring command (bench): a bare --json puts the report on stdout, the table on stderr.
+    let out = edgert(&["bench", "-m", digits, "--duration-s", "0", "--min-iterations", "2", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report: Value = serde_json::from_str(&stdout(&out)).expect("stdout is the report alone");
+    assert_eq!(report["schema"], "edgert.bench/3");
+    assert!(stderr(&out).contains("p99"), "the table goes to stderr: {}", stderr(&out));
+}
+
+#[test]
+fn json_refuses_an_empty_file_and_a_report_it_compares() {
+    let digits = model("digits_mlp_nchw.toml");
+    let out = edgert(&["inspect", "-m", digits.to_str().unwrap(), "--json="]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("empty FILE"), "{}", stderr(&out));
+
+    let dir = tempfile::tempdir().unwrap();
+    let before = dir.path().join("before.json");
+    std::fs::write(&before, "{}").unwrap();
+    let (b, a) = (before.to_str().unwrap(), model("digits_mlp_nchw.toml"));
+    fails(
+        &["report", "compare", b, a.to_str().unwrap(), "--json", b],
+        2,
+        &["write over a report it compares", b],
+    );
+    assert_eq!(std::fs::read_to_string(&before).unwrap(), "{}", "BEFORE untouched");
+}

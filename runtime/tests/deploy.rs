@@ -337,6 +337,13 @@ fn dry_run_prints_the_plan_and_touches_nothing() {
     );
     assert!(out.status.success(), "{}", text(&out));
     let plan = stdout(&out);
+    // The binary is named with the version and commit it reports of itself.
+    let info: serde_json::Value = serde_json::from_slice(&edgert(&["info", "--json"]).stdout).unwrap();
+    let (version, git) = (&info["provenance"]["edgert_version"], &info["provenance"]["edgert_git"]);
+    let size = std::fs::metadata(binary()).unwrap().len();
+    let named =
+        format!("binary {}: edgert {} git {}, ", binary(), version.as_str().unwrap(), git.as_str().unwrap());
+    assert!(plan.contains(&named) && plan.contains(&format!(", {size} bytes")), "no '{named}' in {plan}");
     for line in [
         "./models/digits_mlp_nchw.onnx",
         "would copy to board-b:",

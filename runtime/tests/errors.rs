@@ -309,8 +309,22 @@ fn gpu_backends_absent_from_this_build_are_runtime_failures_with_the_fix() {
 fn build_engine_without_tensorrt_compiled_in_says_how_to_get_it() {
     let digits = model("digits_mlp_nchw.toml");
     let out = missing("m.engine");
-    let args = ["build-engine", "--onnx", s(&digits), "--out", s(&out)];
+    let args = ["build-engine", "--model", s(&digits), "--out", s(&out)];
     fails(&args, 1, &["backend 'tensorrt' is not usable here", "build with --features tensorrt"]);
+}
+
+/// `build-engine`'s flags took `run`'s names; the old ones parse, each with a warning.
+#[test]
+fn build_engine_old_spellings_still_parse_and_name_the_new_ones() {
+    let digits = model("digits_mlp_nchw.toml");
+    let out = missing("m.engine");
+    let out = edgert(&["build-engine", "--onnx", s(&digits), "--workspace=64", "--out", s(&out)]);
+    let err = stderr(&out);
+    assert!(err.contains("warning: build-engine --onnx is now --model;"), "{err}");
+    assert!(err.contains("warning: build-engine --workspace is now --trt-workspace-mb;"), "{err}");
+    // Parsed: what follows is the build's own error (no TensorRT here), not clap's.
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("tensorrt") && !err.contains("unexpected argument"), "{err}");
 }
 
 /// The machines that run these tests have no TensorRT: the backend and `build-engine` must say
@@ -327,8 +341,8 @@ fn tensorrt_on_a_machine_without_it_names_what_is_missing() {
     let engine = s(&engine);
     for args in [
         vec!["bench", "--backend", "tensorrt", "--model", digits],
-        vec!["build-engine", "--onnx", digits, "--out", engine],
-        vec!["build-engine", "--onnx", digits, "--out", engine, "--calib", &images],
+        vec!["build-engine", "--model", digits, "--out", engine],
+        vec!["build-engine", "--model", digits, "--out", engine, "--calib", &images],
     ] {
         let out = edgert(&args);
         let err = stderr(&out);
@@ -345,7 +359,7 @@ fn tensorrt_on_a_machine_without_it_names_what_is_missing() {
         assert_eq!(err.lines().count(), 1, "{err}");
     }
     fails(
-        &["build-engine", "--onnx", digits, "--out", "/tmp/m.engine", "--calib-cache", "/tmp/c"],
+        &["build-engine", "--model", digits, "--out", "/tmp/m.engine", "--calib-cache", "/tmp/c"],
         2,
         &["--calib"],
     );

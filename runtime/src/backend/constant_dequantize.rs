@@ -1,7 +1,7 @@
 //! Dequantizes the constant weights of a Q/DQ model before tract reads it: each DequantizeLinear
 //! whose inputs are all initializers becomes an f32 initializer holding its result. tract computes
-//! the same constants itself, but inside its graph analysis, which took 0.43 s of MobileNetV2 INT8
-//! QDQ's 0.5 s load (benches/RESULTS.md); here it is one pass over the weights. Activations keep
+//! the same constants itself, but inside its graph analysis, which took most of a Q/DQ model's
+//! load; here it is one pass over the weights. Activations keep
 //! their Q/DQ pairs, so what runs is unchanged.
 
 use std::collections::{HashMap, HashSet};

@@ -192,7 +192,7 @@ pub fn registry_with(options: &BackendOptions) -> Vec<Box<dyn Backend>> {
 /// Backends edgert knows of but that this binary was built without, with the feature to enable.
 pub const NOT_COMPILED: &[(&str, &str)] = &[
     #[cfg(not(feature = "cuda-backend"))]
-    ("cuda", "cuda-12060 (or the CUDA version of the target)"),
+    ("cuda", "cuda-12020, cuda-12060 or cuda-13000"),
     #[cfg(not(feature = "tensorrt"))]
     ("tensorrt", "tensorrt"),
     #[cfg(not(feature = "ort"))]

@@ -18,10 +18,21 @@ use crate::backend::tensorrt::{BuildPrecision, TrtOptions};
 use crate::backend::BackendOptions;
 use crate::gpu_sync::GpuSync;
 
-/// What `--backend` takes, said once for every command that takes one.
-pub const BACKEND_HELP: &str = "cpu, ort, cuda or tensorrt (the last three where built in and usable: \
-    `edgert info` lists them); gpu: the best usable GPU backend, or an error; gpu-or-cpu: the best \
-    usable GPU backend, else cpu, saying so";
+/// What a backend flag takes, from this binary's registry: the backends built in (in priority
+/// order), those built without and the feature that adds each, and `gpu`, `gpu-or-cpu`.
+pub fn backend_help(what: &str) -> String {
+    let built: Vec<String> = crate::backend::registry().iter().map(|b| b.name().to_string()).collect();
+    let mut help = format!("{what}: {}", built.join(", "));
+    let missing: Vec<String> = crate::backend::NOT_COMPILED
+        .iter()
+        .map(|(name, feature)| format!("{name} (feature {feature})"))
+        .collect();
+    if !missing.is_empty() {
+        help += &format!("; not built in: {}", missing.join(", "));
+    }
+    help + "; gpu: the best usable GPU backend, or an error; gpu-or-cpu: the best usable GPU backend, else cpu, \
+        saying so. `edgert info` says which are usable here"
+}
 
 #[derive(Args, Clone)]
 pub struct BackendFlags {

@@ -11,7 +11,7 @@ use clap::Args;
 
 use super::measure_args::{PowerArgs, TimingArgs};
 use super::stop::INTERRUPTED;
-use super::{emit, ModelArgs};
+use super::ModelArgs;
 use crate::bench::{self, output, BenchConfig, Progress, SourceBench};
 use crate::output::SharedOutputs;
 use crate::stream::Ending;
@@ -23,7 +23,7 @@ pub struct BenchArgs {
     backend_flags: super::backend_args::BackendFlags,
     #[command(flatten)]
     model: ModelArgs,
-    #[arg(long, default_value = "cpu", help = super::backend_args::BACKEND_HELP)]
+    #[arg(long, default_value = "cpu", help = super::backend_args::backend_help("The backend that runs the model"))]
     backend: String,
     /// Batch sizes, comma-separated; more than one gives a sweep of throughput against p99.
     #[arg(long, value_delimiter = ',', default_value = "1")]
@@ -32,15 +32,19 @@ pub struct BenchArgs {
     scenario: super::scenario_args::ScenarioArgs,
     #[command(flatten)]
     timing: TimingArgs,
-    /// An image, a folder of images, an .npz tensor set, or `synthetic`.
-    #[arg(long, default_value = "synthetic", value_name = "PATH|synthetic", conflicts_with = "source")]
-    input: String,
+    /// An image, a folder of images or an .npz tensor set [default: --synthetic].
+    #[arg(long, short, value_name = "PATH", conflicts_with_all = ["source", "synthetic"])]
+    input: Option<PathBuf>,
+    /// A generated input of the model's shape: latency without a file's decode.
+    #[arg(long, conflicts_with = "source")]
+    synthetic: bool,
     /// With --source, each stage runs on its own thread and end to end is glass to glass.
     #[command(flatten)]
     source: super::source_args::SourceArgs,
-    /// Also write the report as JSON (schema edgert.bench/3).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    /// The report as JSON (schema edgert.bench/3): alone, on stdout with the table on stderr; with
+    /// FILE, written there.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", value_parser = super::json_out::parse)]
+    json: Option<super::json_out::JsonTo>,
     /// Also write one CSV row per batch size and stage.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
@@ -49,9 +53,21 @@ pub struct BenchArgs {
 }
 
 impl BenchArgs {
+    /// `--input`, where `--input synthetic` (the old spelling of `--synthetic`, kept until 0.2) is
+    /// no input when no file has that name.
+    fn input(&self) -> Option<PathBuf> {
+        let input = self.input.as_ref()?;
+        if input.as_os_str() == "synthetic" && !input.exists() {
+            eprintln!("edgert: warning: bench --input synthetic is now --synthetic; the old spelling goes in edgert 0.2");
+            return None;
+        }
+        Some(input.clone())
+    }
+
     fn config(&self, stop: Arc<AtomicBool>) -> Result<BenchConfig, Error> {
         self.source.check(&[])?;
-        super::check_outputs([&self.json, &self.csv])?;
+        super::json_out::check(self.json.as_ref())?;
+        super::check_outputs([&self.csv])?;
         if self.batch.contains(&0) {
             return Err(Error::Usage("--batch sizes must be at least 1".into()));
         }
@@ -74,7 +90,7 @@ impl BenchArgs {
             warmup: timing.warmup,
             duration: timing.duration,
             min_iterations: timing.min_iterations,
-            input: (self.input != "synthetic").then(|| PathBuf::from(&self.input)),
+            input: self.input(),
             source: match &self.source.source {
                 Some(uri) => Some(SourceBench {
                     uri: uri.clone(),
@@ -125,9 +141,9 @@ pub fn main(args: BenchArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> 
     for warning in &report.warnings {
         eprintln!("edgert: warning: {warning}");
     }
-    emit(output::text(&report).trim_end())?;
-    if let Some(path) = &args.json {
-        output::write_json(&report, path)?;
+    super::json_out::summary(args.json.as_ref(), output::text(&report).trim_end())?;
+    if let Some(json) = &args.json {
+        super::json_out::document(json, &report)?;
     }
     if let Some(path) = &args.csv {
         output::write_csv(&report, path)?;

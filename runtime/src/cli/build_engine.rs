@@ -10,31 +10,31 @@ use clap::Args;
 #[derive(Args)]
 pub struct BuildEngineArgs {
     /// Model manifest (.toml) or ONNX file.
-    #[arg(long, value_name = "M")]
-    onnx: PathBuf,
+    #[arg(long, short, value_name = "M", alias = "onnx")]
+    model: PathBuf,
     /// Engine precision (default: the model's own, INT8 for Q/DQ models).
-    #[arg(long, value_enum, value_name = "P")]
+    #[arg(long, value_enum, value_name = "P", alias = "precision")]
     #[cfg(feature = "tensorrt")]
-    precision: Option<crate::backend::tensorrt::BuildPrecision>,
+    trt_precision: Option<crate::backend::tensorrt::BuildPrecision>,
     /// Calibrator-based INT8 for a model without Q/DQ nodes (TensorRT 8.5 to 10): images (a
-    /// folder, through the manifest's preprocessing) or an .npz of inputs. Implies --precision int8.
+    /// folder, through the manifest's preprocessing) or an .npz of inputs. Implies --trt-precision int8.
     #[arg(long, value_name = "DIR|NPZ")]
     calib: Option<PathBuf>,
     /// TensorRT's calibration cache: used instead of --calib's batches when it exists, written after.
     #[arg(long, value_name = "FILE")]
     calib_cache: Option<PathBuf>,
-    /// Build for this DLA core, falling back to the GPU per layer.
-    #[arg(long, value_name = "N")]
-    dla: Option<u32>,
-    /// Allow 2:4 structured-sparse kernels.
-    #[arg(long)]
-    sparsity: bool,
-    /// Builder workspace limit.
-    #[arg(long, value_name = "MB")]
-    workspace: Option<u64>,
+    /// Build for this DLA core (Xavier, Orin AGX/NX), falling back to the GPU per layer.
+    #[arg(long, value_name = "N", alias = "dla")]
+    trt_dla: Option<u32>,
+    /// Allow 2:4 structured-sparse kernels (Ampere and Orin).
+    #[arg(long, alias = "sparsity")]
+    trt_sparsity: bool,
+    /// Builder workspace limit [default: on a Jetson, half the free memory].
+    #[arg(long, value_name = "MB", alias = "workspace")]
+    trt_workspace_mb: Option<u64>,
     /// Timing cache read before and written after the build: later builds go faster.
-    #[arg(long, value_name = "FILE")]
-    timing_cache: Option<PathBuf>,
+    #[arg(long, value_name = "FILE", alias = "timing-cache")]
+    trt_timing_cache: Option<PathBuf>,
     /// Batch size the engine takes.
     #[arg(long, default_value_t = 1)]
     batch: usize,
@@ -67,14 +67,14 @@ pub fn main(args: BuildEngineArgs) -> anyhow::Result<ExitCode> {
     if args.batch == 0 {
         return Err(Error::Usage("--batch must be at least 1".into()).into());
     }
-    let model = super::load_model(&args.onnx)?;
+    let model = super::load_model(&args.model)?;
     let options = TrtOptions {
-        precision: args.precision,
-        dla_core: args.dla,
-        workspace_mb: args.workspace,
-        sparsity: args.sparsity,
+        precision: args.trt_precision,
+        dla_core: args.trt_dla,
+        workspace_mb: args.trt_workspace_mb,
+        sparsity: args.trt_sparsity,
         engine_cache: None,
-        timing_cache: args.timing_cache.clone(),
+        timing_cache: args.trt_timing_cache.clone(),
         calibration: match &args.calib {
             Some(set) => Some(Calibration {
                 set: std::sync::Arc::new(CalibrationData::open(&model, set)?),

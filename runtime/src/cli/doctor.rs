@@ -7,14 +7,14 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::backend_args::BackendFlags;
-use super::emit;
 use crate::doctor::{self, Area, Done, Options, Outcome};
 
 #[derive(Args)]
 pub struct DoctorArgs {
-    /// Write edgert.doctor/1 to FILE (`-`: stdout, with the table on stderr).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    /// The results as JSON (schema edgert.doctor/1): alone, on stdout with the table on stderr;
+    /// with FILE, written there.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", value_parser = super::json_out::parse)]
+    json: Option<super::json_out::JsonTo>,
     /// Only these areas (comma-separated): platform, cpu, gpu, nvrtc, tensorrt, cuda, power,
     /// clocks, cameras, user.
     #[arg(long, value_name = "AREA,...", value_delimiter = ',', value_parser = Area::parse)]
@@ -52,17 +52,11 @@ fn row(d: &Done) -> String {
 }
 
 pub fn main(args: DoctorArgs) -> anyhow::Result<ExitCode> {
-    let to_stdout = args.json.as_deref().is_some_and(|p| p == std::path::Path::new("-"));
-    let json_file = args.json.clone().filter(|_| !to_stdout);
     // An output that cannot be written is a bad argument here: exit 1 means a check failed.
-    if let Some(path) = &json_file {
-        crate::outfile::check_writable(path).map_err(|e| match e {
-            crate::Error::Write { path, reason } => {
-                crate::Error::input(&path, format!("cannot write: {reason}"))
-            }
-            other => other,
-        })?;
-    }
+    super::json_out::check(args.json.as_ref()).map_err(|e| match e {
+        crate::Error::Write { path, reason } => crate::Error::input(&path, format!("cannot write: {reason}")),
+        other => other,
+    })?;
     if let Some(model) = &args.model {
         if !model.is_file() {
             return Err(crate::Error::read(model, "no such file").into());
@@ -79,14 +73,7 @@ pub fn main(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         backends: args.backend.options(),
     };
     // The table goes where the JSON does not.
-    let line = |text: &str| -> anyhow::Result<()> {
-        if to_stdout {
-            eprintln!("{text}");
-            Ok(())
-        } else {
-            emit(text)
-        }
-    };
+    let line = |text: &str| super::json_out::summary(args.json.as_ref(), text);
     line("| area | check | status | seen, or why | ms |")?;
     line("|---|---|---|---|---|")?;
     let mut failed_to_print = None;
@@ -105,10 +92,8 @@ pub fn main(args: DoctorArgs) -> anyhow::Result<ExitCode> {
         report.skipped,
         report.elapsed_ms / 1e3
     ))?;
-    if to_stdout {
-        emit(&serde_json::to_string_pretty(&report)?)?;
-    } else if let Some(path) = &json_file {
-        crate::bench::output::write_json(&report, path)?;
+    if let Some(json) = &args.json {
+        super::json_out::document(json, &report)?;
     }
     Ok(if report.failed() { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }

@@ -15,9 +15,10 @@ use crate::metrics::telemetry::{Snapshot, TelemetrySource};
 
 #[derive(Args)]
 pub struct InfoArgs {
-    /// Print as JSON (schema edgert.info/1).
-    #[arg(long)]
-    json: bool,
+    /// As JSON (schema edgert.info/1): alone, on stdout in place of the text; with FILE, written
+    /// there.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", value_parser = super::json_out::parse)]
+    json: Option<super::json_out::JsonTo>,
     /// Root of sysfs, procfs and /etc for the board's sensors (a fixture tree to test without a board).
     #[arg(long, env = "EDGERT_SYSFS_ROOT", default_value = "/", value_name = "DIR")]
     sysfs_root: std::path::PathBuf,
@@ -191,9 +192,11 @@ pub fn main(args: InfoArgs) -> anyhow::Result<ExitCode> {
         telemetry_source,
         telemetry,
     };
-    if args.json {
-        emit(&serde_json::to_string_pretty(&info)?)?;
-        return Ok(ExitCode::SUCCESS);
+    if let Some(json) = &args.json {
+        super::json_out::document(json, &info)?;
+        if super::json_out::on_stdout(Some(json)) {
+            return Ok(ExitCode::SUCCESS);
+        }
     }
     let (p, h) = (&info.provenance, &info.host);
     let or_na = |v: &Option<String>| v.clone().unwrap_or_else(|| "n/a".into());

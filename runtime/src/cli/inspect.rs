@@ -11,24 +11,26 @@ use crate::model::inspect::{self, InspectReport};
 pub struct InspectArgs {
     #[command(flatten)]
     model: ModelArgs,
-    /// Print the report as JSON (schema edgert.inspect/1).
-    #[arg(long)]
-    json: bool,
+    /// The report as JSON (schema edgert.inspect/1): alone, on stdout in place of the text; with
+    /// FILE, written there.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", value_parser = super::json_out::parse)]
+    json: Option<super::json_out::JsonTo>,
 }
 
 pub fn main(args: InspectArgs) -> anyhow::Result<ExitCode> {
     // An engine, bare or named by a manifest, is read by TensorRT: its tensors are all it tells.
     if crate::model::is_engine_file(&args.model.model) {
-        return engine::main(&args.model.model, args.json);
+        return engine::main(&args.model.model, args.json.as_ref());
     }
     let model = args.model.load()?;
     if model.is_engine() {
-        return engine::main(&model.onnx_path, args.json);
+        return engine::main(&model.onnx_path, args.json.as_ref());
     }
     let report = inspect::inspect(&model)?;
-    if args.json {
-        emit(&serde_json::to_string_pretty(&report)?)?;
-    } else {
+    if let Some(json) = &args.json {
+        super::json_out::document(json, &report)?;
+    }
+    if !super::json_out::on_stdout(args.json.as_ref()) {
         emit(text(&report).trim_end())?;
     }
     Ok(ExitCode::SUCCESS)

@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::ExitCode;
 
 #[cfg(not(feature = "tensorrt"))]
-pub fn main(_path: &Path, _json: bool) -> anyhow::Result<ExitCode> {
+pub fn main(_path: &Path, _json: Option<&super::json_out::JsonTo>) -> anyhow::Result<ExitCode> {
     Err(crate::Error::BackendUnavailable {
         name: "tensorrt".into(),
         reason:
@@ -17,15 +17,17 @@ pub fn main(_path: &Path, _json: bool) -> anyhow::Result<ExitCode> {
 }
 
 #[cfg(feature = "tensorrt")]
-pub fn main(path: &Path, json: bool) -> anyhow::Result<ExitCode> {
+pub fn main(path: &Path, json: Option<&super::json_out::JsonTo>) -> anyhow::Result<ExitCode> {
     use crate::backend::tensorrt::TensorrtBackend;
 
     let listing = TensorrtBackend::default().list_engine(path)?;
     let bytes = std::fs::metadata(path).map_err(|e| crate::Error::read(path, e))?.len();
-    if json {
+    if let Some(json) = json {
         let report = serde_json::json!({ "path": path, "bytes": bytes, "engine": listing });
-        super::emit(&serde_json::to_string_pretty(&report)?)?;
-        return Ok(ExitCode::SUCCESS);
+        super::json_out::document(json, &report)?;
+        if super::json_out::on_stdout(Some(json)) {
+            return Ok(ExitCode::SUCCESS);
+        }
     }
     let mut out = format!("engine     {} ({bytes} bytes)\n", path.display());
     out += &format!("tensorrt   {} on a GPU of compute capability {}\n", listing.tensorrt, listing.sm);

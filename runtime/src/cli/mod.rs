@@ -10,12 +10,14 @@ mod doctor;
 mod info;
 mod inspect;
 mod inspect_engine;
+mod json_out;
 mod manifest;
 mod measure_args;
 mod monitor;
 mod output_args;
 mod prediction_text;
 mod prometheus;
+mod renamed;
 mod report;
 mod run;
 mod run_source;
@@ -75,6 +77,9 @@ enum Command {
     BuildEngine(build_engine::BuildEngineArgs),
     /// Check every hardware path on this board, layer by layer: pass, fail (with the fix) or skip (why).
     Doctor(doctor::DoctorArgs),
+    /// Every command and flag as Markdown: docs/reference/cli.md.
+    #[command(hide = true)]
+    HelpMarkdown,
 }
 
 impl Command {
@@ -94,6 +99,7 @@ impl Command {
             Command::Report(_) => ("report", false),
             Command::BuildEngine(_) => ("build-engine", false),
             Command::Doctor(_) => ("doctor", false),
+            Command::HelpMarkdown => ("help-markdown", false),
         };
         stop::on_signal(name, if ends_early { stop::GRACE } else { std::time::Duration::ZERO })
     }
@@ -233,8 +239,12 @@ fn parse_budget(text: &str) -> Result<f64, String> {
 
 pub fn main() -> ExitCode {
     crate::panics::install_hook();
-    let cli = match Cli::try_parse() {
-        Ok(cli) => cli,
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&raw) {
+        Ok(cli) => {
+            renamed::warnings(&raw).iter().for_each(|w| eprintln!("edgert: warning: {w}"));
+            cli
+        }
         // Help and version, asked for or shown for a bare command: clap's own text.
         Err(e)
             if !e.use_stderr()
@@ -261,6 +271,7 @@ pub fn main() -> ExitCode {
         Command::Report(args) => report::main(args),
         Command::BuildEngine(args) => build_engine::main(args),
         Command::Doctor(args) => doctor::main(args),
+        Command::HelpMarkdown => reference(),
     });
     match result {
         Ok(code) => code,
@@ -269,6 +280,16 @@ pub fn main() -> ExitCode {
             ExitCode::from(exit_code(&err))
         }
     }
+}
+
+/// The CLI reference: every command and flag, from clap's definition (docs/reference/cli.md).
+fn reference() -> anyhow::Result<ExitCode> {
+    let options = clap_markdown::MarkdownOptions::new()
+        .title("Command-line reference".into())
+        .show_footer(false)
+        .show_table_of_contents(true);
+    emit(clap_markdown::help_markdown_custom::<Cli>(&options).trim_end())?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Clap's usage error as one line, like every other error: its message (which may list missing

@@ -8,7 +8,6 @@ use clap::Args;
 use serde::Serialize;
 
 use super::board_view::{self, Board, PowerNow};
-use super::emit;
 use super::prometheus::Exporter;
 use crate::metrics::telemetry::Snapshot;
 
@@ -20,9 +19,10 @@ pub struct MonitorArgs {
     /// Stop after this many readings (default: run until interrupted).
     #[arg(long, value_name = "N")]
     count: Option<u64>,
-    /// One JSON object per reading instead of a text line.
-    #[arg(long)]
-    json: bool,
+    /// One JSON object per reading (JSON Lines): alone, on stdout in place of the text lines; with
+    /// FILE, written there as they come.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", value_parser = super::json_out::parse)]
+    json: Option<super::json_out::JsonTo>,
     /// Serve the readings as Prometheus gauges at http://ADDR/metrics (loopback only; port 0 picks one).
     #[arg(long, value_name = "ADDR")]
     prometheus: Option<String>,
@@ -43,6 +43,8 @@ pub fn main(args: MonitorArgs) -> anyhow::Result<ExitCode> {
     if let Some(e) = &exporter {
         eprintln!("edgert: serving Prometheus metrics at http://{}/metrics", e.address);
     }
+    super::json_out::check(args.json.as_ref())?;
+    let mut lines = super::json_out::Lines::new(args.json.as_ref());
     let board = Board::open(&args.sysfs_root)?;
     let interval = Duration::from_millis(args.interval_ms);
     let started = Instant::now();
@@ -56,17 +58,18 @@ pub fn main(args: MonitorArgs) -> anyhow::Result<ExitCode> {
             e.update(&power, &snapshot);
         }
         let t_s = started.elapsed().as_secs_f64();
-        if args.json {
-            emit(&serde_json::to_string(&Reading { t_s, power: &power, telemetry: &snapshot })?)?;
-        } else {
-            emit(&format!(
-                "{t_s:7.1}s | {} | {} | {} | {}",
-                board_view::power_text(&power),
-                board_view::memory_text(&snapshot),
-                board_view::clocks_text(&snapshot.clocks),
-                board_view::thermal_text(&snapshot.zones)
-            ))?;
-        }
+        lines.result(
+            || {
+                format!(
+                    "{t_s:7.1}s | {} | {} | {} | {}",
+                    board_view::power_text(&power),
+                    board_view::memory_text(&snapshot),
+                    board_view::clocks_text(&snapshot.clocks),
+                    board_view::thermal_text(&snapshot.zones)
+                )
+            },
+            || serde_json::json!(Reading { t_s, power: &power, telemetry: &snapshot }),
+        )?;
         next += interval;
         std::thread::sleep(next.saturating_duration_since(Instant::now()));
     }

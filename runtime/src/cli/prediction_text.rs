@@ -1,28 +1,25 @@
-//! How `run` prints a prediction: one JSON object, or one line for people.
+//! How `run` prints a prediction: one line for people, or one JSON object.
 
 use serde_json::json;
 
 use crate::postprocess::Prediction;
 
-/// One input's prediction as a JSON object or a line for people, with its label when known.
-pub(super) fn format_prediction(
-    name: &str,
-    prediction: &Prediction,
-    label: Option<i64>,
-    json: bool,
-) -> String {
-    if json {
-        let mut value = json!({ "input": name, "prediction": prediction });
-        if let Some(label) = label {
-            value["label"] = json!(label);
-        }
-        return value.to_string();
-    }
+/// One input's prediction as a line for people, with its label when known.
+pub(super) fn prediction_line(name: &str, prediction: &Prediction, label: Option<i64>) -> String {
     let body = prediction_text(prediction);
     match label {
         Some(label) => format!("{name}: {body} (label {label})"),
         None => format!("{name}: {body}"),
     }
+}
+
+/// One input's prediction as a JSON object, with its label when known.
+pub(super) fn prediction_json(name: &str, prediction: &Prediction, label: Option<i64>) -> serde_json::Value {
+    let mut value = json!({ "input": name, "prediction": prediction });
+    if let Some(label) = label {
+        value["label"] = json!(label);
+    }
+    value
 }
 
 /// A prediction on one line, for people.

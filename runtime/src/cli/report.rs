@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::emit;
@@ -35,9 +34,10 @@ enum ReportCommand {
         before: PathBuf,
         #[arg(value_name = "AFTER")]
         after: PathBuf,
-        /// Print the comparison as JSON instead of a table.
-        #[arg(long)]
-        json: bool,
+        /// The comparison as JSON: alone, on stdout in place of the table; with FILE, written there
+        /// (never over BEFORE or AFTER).
+        #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", value_parser = super::json_out::parse)]
+        json: Option<super::json_out::JsonTo>,
     },
     /// Latency CDFs overlaid, and throughput and p99 against batch size, as one SVG.
     Plot {
@@ -73,10 +73,18 @@ pub fn main(args: ReportArgs) -> anyhow::Result<ExitCode> {
             emit(tables.join("\n").trim_end())?;
         }
         ReportCommand::Compare { before, after, json } => {
+            if let Some(out) = super::json_out::file(json.as_ref())
+                .filter(|out| [before.as_path(), after.as_path()].contains(out))
+            {
+                let why = "--json would write over a report it compares; name another file";
+                return Err(crate::Error::input(out, why).into());
+            }
+            super::json_out::check(json.as_ref())?;
             let comparison = compare::compare(&BenchFile::read(&before)?, &BenchFile::read(&after)?);
-            if json {
-                emit(&serde_json::to_string_pretty(&comparison).context("serializing the comparison")?)?;
-            } else {
+            if let Some(json) = &json {
+                super::json_out::document(json, &comparison)?;
+            }
+            if !super::json_out::on_stdout(json.as_ref()) {
                 emit(compare::text(&comparison).trim_end())?;
             }
         }

@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use super::prediction_text::format_prediction;
-use super::{emit, ModelArgs};
+use super::json_out::{JsonTo, Lines};
+use super::prediction_text::{prediction_json, prediction_line};
+use super::ModelArgs;
 use crate::backend;
 use crate::capture;
 use crate::pipeline::{Pipeline, Sample};
@@ -34,14 +35,15 @@ pub struct RunArgs {
     /// With --source: stop capturing after this many seconds.
     #[arg(long, value_parser = super::source_args::seconds)]
     duration_s: Option<f64>,
-    #[arg(long, default_value = "cpu", help = super::backend_args::BACKEND_HELP)]
+    #[arg(long, default_value = "cpu", help = super::backend_args::backend_help("The backend that runs the model"))]
     backend: String,
     /// Classes to show for classifiers (default: the manifest's top_k).
     #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
     top_k: Option<u16>,
-    /// One JSON object per input or frame on stdout (and, with --source, a summary at the end).
-    #[arg(long)]
-    json: bool,
+    /// One JSON object per input or frame (JSON Lines; with --source, a summary at the end): alone,
+    /// on stdout in place of the text lines; with FILE, written there as they come.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", value_parser = super::json_out::parse)]
+    json: Option<JsonTo>,
     /// With --input: every output of each input, whole, as one .npz per input under DIR (arrays
     /// named as the model names its outputs), to compare with another runtime.
     #[arg(long, value_name = "DIR")]
@@ -50,7 +52,7 @@ pub struct RunArgs {
 
 /// What each prediction prints, and where its outputs are saved.
 struct Emit<'a> {
-    json: bool,
+    lines: Lines,
     save: Option<(&'a Path, Vec<String>)>,
 }
 
@@ -69,6 +71,12 @@ impl Emit<'_> {
             saved_outputs::write(&saved_outputs::path_for(dir, input, file, index), names, &outputs)?;
         }
         Ok(prediction)
+    }
+
+    /// Prints a prediction of input `name`, with its label when known.
+    fn print(&mut self, name: &str, prediction: &Prediction, label: Option<i64>) -> anyhow::Result<()> {
+        self.lines
+            .result(|| prediction_line(name, prediction, label), || prediction_json(name, prediction, label))
     }
 }
 
@@ -90,25 +98,29 @@ pub fn main(args: RunArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.save_outputs {
         saved_outputs::check_folder(dir)?;
     }
+    super::json_out::check(args.json.as_ref())?;
     let names = model.outputs.iter().map(|o| o.name.clone()).collect();
     let mut pipeline = Pipeline::open(model, selected, args.backend_flags.prepare())?;
-    let emit = Emit { json: args.json, save: args.save_outputs.as_deref().map(|dir| (dir, names)) };
+    let mut emit = Emit {
+        lines: Lines::new(args.json.as_ref()),
+        save: args.save_outputs.as_deref().map(|dir| (dir, names)),
+    };
     match &args.input {
-        Some(input) if capture::is_npz(input) => run_tensors(&mut pipeline, input, &emit),
-        Some(input) => run_images(&mut pipeline, input, &emit),
+        Some(input) if capture::is_npz(input) => run_tensors(&mut pipeline, input, &mut emit),
+        Some(input) => run_images(&mut pipeline, input, &mut emit),
         None => super::run_source::main(
             &mut pipeline,
             &args.source,
             args.frames,
             args.duration_s,
-            args.json,
+            emit.lines,
             stop,
         ),
     }
 }
 
 /// Each image in turn; a bad image is reported and skipped, and the exit code says so at the end.
-fn run_images(pipeline: &mut Pipeline, input: &Path, out: &Emit) -> anyhow::Result<ExitCode> {
+fn run_images(pipeline: &mut Pipeline, input: &Path, out: &mut Emit) -> anyhow::Result<ExitCode> {
     let files = capture::list_images(input)?;
     let single = files.len() == 1 && files[0] == input;
     let mut failed = 0;
@@ -116,9 +128,7 @@ fn run_images(pipeline: &mut Pipeline, input: &Path, out: &Emit) -> anyhow::Resu
         let prediction = capture::load_image(file)
             .and_then(|image| out.one(pipeline, Sample::Image(&image), (input, file, None)));
         match prediction {
-            Ok(prediction) => {
-                emit(&format_prediction(&file.display().to_string(), &prediction, None, out.json))?
-            }
+            Ok(prediction) => out.print(&file.display().to_string(), &prediction, None)?,
             Err(e) if single => return Err(e.into()),
             Err(e) => {
                 eprintln!("edgert: error: {}", crate::error::one_line(&e));
@@ -134,7 +144,7 @@ fn run_images(pipeline: &mut Pipeline, input: &Path, out: &Emit) -> anyhow::Resu
 }
 
 /// Every sample of a tensor set; with labels, the accuracy on stderr.
-fn run_tensors(pipeline: &mut Pipeline, input: &Path, out: &Emit) -> anyhow::Result<ExitCode> {
+fn run_tensors(pipeline: &mut Pipeline, input: &Path, out: &mut Emit) -> anyhow::Result<ExitCode> {
     let item_shape = pipeline.model.manifest.input.shape[1..].to_vec();
     let set = capture::npz::load(input, &item_shape)?;
     for (i, &label) in set.labels.iter().flatten().enumerate() {
@@ -150,7 +160,7 @@ fn run_tensors(pipeline: &mut Pipeline, input: &Path, out: &Emit) -> anyhow::Res
         if let (Some(label), Some(top1)) = (label, prediction.top1()) {
             correct += usize::from(label == top1 as i64);
         }
-        emit(&format_prediction(&format!("{}#{i}", input.display()), &prediction, label, out.json))?;
+        out.print(&format!("{}#{i}", input.display()), &prediction, label)?;
     }
     if set.labels.is_some() {
         let n = set.len();

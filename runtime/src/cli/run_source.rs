@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::emit;
+use super::json_out::Lines;
 use super::prediction_text::prediction_text;
 use super::source_args::SourceArgs;
 use super::stop::INTERRUPTED;
@@ -24,7 +24,7 @@ pub fn main(
     args: &SourceArgs,
     frames: Option<u64>,
     duration_s: Option<f64>,
-    json: bool,
+    mut lines: Lines,
     stop: Arc<AtomicBool>,
 ) -> anyhow::Result<ExitCode> {
     let uri = args.source.as_deref().expect("clap requires --source without --input");
@@ -39,31 +39,35 @@ pub fn main(
     config.frames = frames;
     config.duration = duration_s.map(Duration::from_secs_f64);
     let mut print = |r: &FrameResult| {
-        let line = if json {
-            json!({
-                "source": uri,
-                "sequence": r.sequence,
-                "timestamp_ms": ms(r.timestamp),
-                "glass_to_glass_ms": ms(r.glass_to_glass),
-                "prediction": r.prediction,
-            })
-            .to_string()
-        } else {
-            format!(
-                "{uri}#{}: {} ({:.1} ms)",
-                r.sequence,
-                prediction_text(r.prediction),
-                ms(r.glass_to_glass)
+        lines
+            .result(
+                || {
+                    format!(
+                        "{uri}#{}: {} ({:.1} ms)",
+                        r.sequence,
+                        prediction_text(r.prediction),
+                        ms(r.glass_to_glass)
+                    )
+                },
+                || {
+                    json!({
+                        "source": uri,
+                        "sequence": r.sequence,
+                        "timestamp_ms": ms(r.timestamp),
+                        "glass_to_glass_ms": ms(r.glass_to_glass),
+                        "prediction": r.prediction,
+                    })
+                },
             )
-        };
-        emit(&line).map_err(|e| Error::Write { path: "stdout".into(), reason: e.to_string() })
+            .map_err(|e| match e.downcast::<Error>() {
+                Ok(e) => e,
+                Err(e) => Error::Write { path: "stdout".into(), reason: e.to_string() },
+            })
     };
     let run = stream::run(pipeline, source.as_mut(), &config, &stop, &mut print, &mut outputs)?;
     // A video output's file is finished (and named) after the last frame.
     let finished = outputs.finish();
-    if json {
-        emit(&json!({ "summary": run.stats, "stages": run.stages }).to_string())?;
-    }
+    lines.json_only(|| json!({ "summary": run.stats, "stages": run.stages }))?;
     eprintln!("edgert: {}", summary(&run));
     if let Some(output) = &run.stats.output {
         eprintln!("edgert: output: {}", output.summary());

@@ -7,9 +7,9 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use super::load_model;
 use super::measure_args::{PowerArgs, TimingArgs};
 use super::validate::DataArgs;
-use super::{emit, load_model};
 use crate::tune::{self, plot, TuneConfig, TuneReport};
 
 #[derive(Args)]
@@ -24,24 +24,29 @@ pub struct TuneArgs {
     variants: Vec<PathBuf>,
     #[command(flatten)]
     data: DataArgs,
-    /// Backends to try, comma-separated (the names --backend takes: cpu, ort, cuda, tensorrt, gpu,
-    /// gpu-or-cpu); the first also runs the base for validation.
-    #[arg(long, value_delimiter = ',', default_value = "cpu")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "cpu",
+        help = super::backend_args::backend_help("Backends to try, comma-separated; the first also runs the base for validation")
+    )]
     backends: Vec<String>,
     #[command(flatten)]
     timing: TimingArgs,
     /// Draw accuracy drop against p99 with the Pareto front (SVG).
     #[arg(long, value_name = "FILE")]
     plot: Option<PathBuf>,
-    /// Also write the report as JSON (schema edgert.tune/1).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    /// The report as JSON (schema edgert.tune/1): alone, on stdout with the table on stderr; with
+    /// FILE, written there.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", value_parser = super::json_out::parse)]
+    json: Option<super::json_out::JsonTo>,
     #[command(flatten)]
     power: PowerArgs,
 }
 
 pub fn main(args: TuneArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> {
-    super::check_outputs([&args.json, &args.plot])?;
+    super::json_out::check(args.json.as_ref())?;
+    super::check_outputs([&args.plot])?;
     let timing = args.timing.settings()?;
     let base = load_model(&args.model)?;
     let variants = args.variants.iter().map(|v| load_model(v)).collect::<crate::Result<Vec<_>>>()?;
@@ -60,7 +65,7 @@ pub fn main(args: TuneArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> {
         stop,
     };
     let report = tune::tune(&base, &variants, &data, &config, &mut |step| eprintln!("edgert: {step}"))?;
-    emit(text(&report).trim_end())?;
+    super::json_out::summary(args.json.as_ref(), text(&report).trim_end())?;
     if report.interrupted {
         eprintln!("edgert: interrupted: {} rows done; the one under way is left out", report.rows.len());
     }
@@ -68,8 +73,8 @@ pub fn main(args: TuneArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> {
     if let Some(path) = args.plot.as_ref().filter(|_| !report.rows.is_empty()) {
         plot::write_svg(&report, path)?;
     }
-    if let Some(path) = &args.json {
-        crate::bench::output::write_json(&report, path)?;
+    if let Some(json) = &args.json {
+        super::json_out::document(json, &report)?;
     }
     Ok(if report.interrupted { ExitCode::from(super::stop::INTERRUPTED) } else { ExitCode::SUCCESS })
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::stop::INTERRUPTED;
-use super::{emit, load_model, parse_budget};
+use super::{load_model, parse_budget};
 use crate::validate::{self, data::Dataset, ValidateConfig, ValidateReport};
 
 /// The exit code of a candidate over budget, for deployment scripts to gate on.
@@ -26,16 +26,14 @@ pub struct ValidateArgs {
     candidate: PathBuf,
     #[command(flatten)]
     data: DataArgs,
-    /// The backend the reference runs on (the names --backend takes elsewhere: cpu, ort, cuda,
-    /// tensorrt, gpu, gpu-or-cpu).
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "cpu", help = super::backend_args::backend_help("The backend the reference runs on"))]
     reference_backend: String,
-    /// The backend the candidate runs on (the same names).
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "cpu", help = super::backend_args::backend_help("The backend the candidate runs on"))]
     candidate_backend: String,
-    /// Also write the report as JSON (schema edgert.validate/1).
-    #[arg(long, value_name = "FILE")]
-    json: Option<PathBuf>,
+    /// The report as JSON (schema edgert.validate/1): alone, on stdout with the table on stderr;
+    /// with FILE, written there.
+    #[arg(long, value_name = "FILE", num_args = 0..=1, default_missing_value = "-", value_parser = super::json_out::parse)]
+    json: Option<super::json_out::JsonTo>,
 }
 
 /// The labelled data to judge on, and how much quality may be lost: shared with `tune`.
@@ -60,7 +58,7 @@ impl DataArgs {
 }
 
 pub fn main(args: ValidateArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> {
-    super::check_outputs([&args.json])?;
+    super::json_out::check(args.json.as_ref())?;
     let reference = load_model(&args.reference)?;
     let candidate = load_model(&args.candidate)?;
     let data = args.data.load(&reference)?;
@@ -73,9 +71,9 @@ pub fn main(args: ValidateArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCod
         stop,
     };
     let report = validate::validate(&reference, &candidate, &data, &config)?;
-    emit(text(&report).trim_end())?;
-    if let Some(path) = &args.json {
-        crate::bench::output::write_json(&report, path)?;
+    super::json_out::summary(args.json.as_ref(), text(&report).trim_end())?;
+    if let Some(json) = &args.json {
+        super::json_out::document(json, &report)?;
     }
     Ok(match (report.interrupted, report.gate.within_budget) {
         (true, _) => ExitCode::from(INTERRUPTED),

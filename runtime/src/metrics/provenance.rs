@@ -26,6 +26,12 @@ pub struct Provenance {
     pub edgert_git: &'static str,
 }
 
+/// The build, where a tool can find it in the binary without running it (`deploy/edgert-deploy`
+/// names what it copies to a board of another architecture); kept through LTO and stripping.
+#[used]
+static IDENT: &str =
+    concat!("edgert-ident: ", env!("CARGO_PKG_VERSION"), " git ", env!("EDGERT_GIT_HASH"), "\n");
+
 impl Provenance {
     pub fn read(root: &Path) -> Provenance {
         let l4t = read_trimmed(&root.join("etc/nv_tegra_release")).and_then(|t| l4t_release(&t));

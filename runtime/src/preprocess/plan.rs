@@ -143,13 +143,16 @@ impl Downscale {
         };
         let visible_x = visible(place.origin_x, w, place.resized_w);
         let visible_y = visible(place.origin_y, h, place.resized_h);
-        let (fx, fy) = (sw as f64 / place.resized_w as f64, sh as f64 / place.resized_h as f64);
-        let crop = [
-            visible_x.0 as f64 * fx,
-            visible_y.0 as f64 * fy,
-            (visible_x.1 - visible_x.0) as f64 * fx,
-            (visible_y.1 - visible_y.0) as f64 * fy,
-        ];
+        // In source pixels; the far edge kept inside the frame, which `end · sw / resized` can
+        // pass by a rounding error (224 · 451/224 > 451), and the resize refuses such a crop.
+        let span = |(start, end): (usize, usize), source: usize, resized: usize| {
+            let scale = source as f64 / resized as f64;
+            let left = start as f64 * scale;
+            (left, (end as f64 * scale).min(source as f64) - left)
+        };
+        let ((left, width), (top, height)) =
+            (span(visible_x, sw, place.resized_w), span(visible_y, sh, place.resized_h));
+        let crop = [left, top, width, height];
         let size = (visible_x.1 - visible_x.0, visible_y.1 - visible_y.0);
         Downscale {
             pixel_type,
@@ -201,4 +204,40 @@ fn resize_as<P: PixelTrait>(
     let source = TypedImageRef::<P>::from_buffer(width, height, pixels).map_err(|e| failed(&e))?;
     let mut out = TypedImage::<P>::from_buffer(out_width, out_height, out).map_err(|e| failed(&e))?;
     resizer.resize_typed(&source, &mut out, options).map_err(|e| failed(&e))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::FramePlan;
+    use crate::frame::{Frame, PixelFormat};
+    use crate::model::manifest::{Layout, PreprocessSpec, ResizeMode};
+
+    /// Every shrink of a frame into an input, letterboxed, stretched or cropped, runs: the
+    /// downscale's crop never reaches past the frame, whatever the sizes' rounding.
+    #[test]
+    fn frames_of_any_size_downscale_into_any_input() {
+        let data = vec![128u8; 1400 * 3 * 1000];
+        let modes = [
+            ResizeMode::Letterbox,
+            ResizeMode::LetterboxTopLeft,
+            ResizeMode::Stretch,
+            ResizeMode::CenterCrop,
+        ];
+        // chelsea.png (451×300) into a 224×160 letterbox failed so, and sizes around it.
+        let sources = [(451, 300), (450, 301), (1366, 768), (641, 479), (999, 997), (1281, 721), (333, 1000)];
+        let inputs = [(224, 160), (160, 224), (224, 224), (320, 320), (640, 384), (97, 61)];
+        for resize in modes {
+            let spec = PreprocessSpec { resize, ..PreprocessSpec::imagenet() };
+            for &(sw, sh) in &sources {
+                for &(w, h) in &inputs {
+                    let frame = Frame::new(PixelFormat::Rgb24, sw, sh, sw * 3, &data[..sw * 3 * sh]).unwrap();
+                    let mut plan =
+                        FramePlan::new(&spec, (w, h), Layout::Nchw, PixelFormat::Rgb24, (sw, sh)).unwrap();
+                    let mut out = vec![0f32; plan.item_len()];
+                    let ran = plan.run(&frame, &mut out);
+                    assert!(ran.is_ok(), "{resize:?} {sw}x{sh} into {w}x{h}: {ran:?}");
+                }
+            }
+        }
+    }
 }

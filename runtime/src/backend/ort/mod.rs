@@ -178,7 +178,7 @@ impl Recipe {
         let o = &self.ort;
         match o.provider {
             // With ONNX Runtime's own default, the arena allocator: `ort`'s default turns it off,
-            // which cost INT8 QDQ MobileNetV2 30 % here (many small intermediate tensors).
+            // which slows models of many small intermediate tensors (INT8 QDQ models).
             Provider::Cpu => ep::CPU::default().with_arena_allocator(true).build().error_on_failure(),
             Provider::Cuda => ep::CUDA::default().build().error_on_failure(),
             Provider::Tensorrt => {
