@@ -537,3 +537,15 @@ fn tensorrt_flags_in_a_build_without_it_say_how_to_get_it() {
         fails(&args, 2, &[flags[0], "built without TensorRT: build it with --features tensorrt"]);
     }
 }
+
+/// A model exported for batch 1 whose graph reshapes to constant shapes cannot run at batch 2:
+/// the error says why, not only what tract's analysis tripped on.
+#[test]
+fn a_batch_the_exported_graph_cannot_take_is_explained() {
+    let model = model("detect/yolo11n.onnx");
+    fails(
+        &["bench", "-m", s(&model), "--batch", "2", "--duration-s", "0", "--min-iterations", "1"],
+        2,
+        &["cannot run this model: at batch 2 (the input 'images' fixes batch 1", "dynamic=True", "Reshape"],
+    );
+}

@@ -251,7 +251,8 @@ fn single_stream(
         let selected = backend::select_with(&config.backend, &config.backend_options)?;
         let options = PrepareOptions { batch, ..config.prepare };
         let started = Instant::now();
-        let mut pipeline = Pipeline::open(model.clone(), selected, options)?;
+        let mut pipeline =
+            Pipeline::open(model.clone(), selected, options).map_err(|e| model.explain_batch(e, batch))?;
         let load_ms = ms(started.elapsed());
         backend_info.get_or_insert_with(|| BackendInfo::of(&pipeline));
         let run = match &config.source {

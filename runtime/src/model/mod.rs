@@ -189,12 +189,17 @@ impl Model {
         shape
     }
 
+    /// The batch the model's input fixes, where its first dimension is a number.
+    fn fixed_batch(&self) -> Option<usize> {
+        let name = &self.manifest.input.name;
+        self.inputs.iter().find(|t| &t.name == name).and_then(|t| t.shape.first().copied().flatten())
+    }
+
     /// Refuses a batch the model's input cannot take: a batch dimension fixed at another size.
     /// `asked` is what asked for it, for the error: `--batch 4`.
     pub fn check_batch(&self, batch: usize, asked: &str) -> Result<()> {
         let name = &self.manifest.input.name;
-        let fixed =
-            self.inputs.iter().find(|t| &t.name == name).and_then(|t| t.shape.first().copied().flatten());
+        let fixed = self.fixed_batch();
         match fixed {
             Some(n) if n != batch => Err(Error::input(
                 self.source_path(),
@@ -204,6 +209,25 @@ impl Model {
                 ),
             )),
             _ => Ok(()),
+        }
+    }
+
+    /// `e`, from preparing the model at `batch`, with the likely cause added where the batch is
+    /// past the one the model's input fixes: a graph exported for one batch (reshapes to constant
+    /// shapes) may run at no larger one, and the backend's own words rarely say so.
+    pub fn explain_batch(&self, e: Error, batch: usize) -> Error {
+        let name = &self.manifest.input.name;
+        let fixed = self.fixed_batch();
+        match (e, fixed) {
+            (Error::BackendCannotRun { path, backend, reason }, Some(n)) if batch > n => {
+                let reason = format!(
+                    "at batch {batch} (the input '{name}' fixes batch {n}, which its graph may assume: export \
+                     the model with a dynamic batch, Ultralytics' dynamic=True or torch.onnx.export's \
+                     dynamic_axes): {reason}"
+                );
+                Error::BackendCannotRun { path, backend, reason }
+            }
+            (e, _) => e,
         }
     }
 

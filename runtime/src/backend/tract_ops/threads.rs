@@ -1,7 +1,7 @@
 //! The `cpu` backend's threads (`--threads`): one rayon pool per prepared model, which each
 //! inference runs on (`TractPrepared::on_pool`), and which edgert's operators split their work
 //! over. tract's own operators use it too only with the `tract-threads` feature: its threaded
-//! matrix products make the aarch64 binary about 4 MB larger (benches/RESULTS.md, aarch64 size),
+//! matrix products make the aarch64 binary larger (benches/RESULTS.md, aarch64 size),
 //! and edgert's operators already cover the convolutions and max pooling, where CNNs spend
 //! their time.
 
