@@ -11,6 +11,8 @@ use std::path::Path;
 use std::process::Command;
 
 const MARK: &str = "# not in CI:";
+/// The longest any page's command may take, in seconds.
+const COMMAND_LIMIT_S: u32 = 300;
 
 /// A command of a page: its text (continuation lines joined) and the line it starts on.
 #[derive(Debug, PartialEq)]
@@ -130,12 +132,13 @@ fn run_page(relative: &str) {
             }
             Err(why) => panic!("{relative}:{line}: `{text}` {why}"),
         };
+        // Bounded, so a command that never ends (a `--loop` without `--frames`) fails rather than
+        // holding CI.
         let out = Command::new("bash")
             .arg("-c")
-            .arg(format!("edgert {args}"))
+            .arg(format!("timeout {COMMAND_LIMIT_S} edgert {args}"))
             .current_dir(dir.path())
             .env("PATH", &path)
-            .env("E", bin.join("edgert"))
             .output()
             .unwrap();
         assert!(

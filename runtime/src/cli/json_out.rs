@@ -36,13 +36,11 @@ pub fn check(json: Option<&JsonTo>) -> Result<(), Error> {
     }
 }
 
-/// One JSON document, pretty-printed: on stdout, or written whole to FILE.
+/// One JSON document, pretty-printed: on stdout, or written whole to FILE as every report is.
 pub fn document(json: &JsonTo, value: &impl serde::Serialize) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(value)?;
     match json {
-        JsonTo::Stdout => super::emit(&text),
-        JsonTo::File(path) => crate::outfile::write_atomically(path, |file| writeln!(file, "{text}"))
-            .map_err(|e| Error::Write { path: path.clone(), reason: e.to_string() }.into()),
+        JsonTo::Stdout => super::emit(&serde_json::to_string_pretty(value)?),
+        JsonTo::File(path) => Ok(crate::bench::output::write_json(value, path)?),
     }
 }
 

@@ -39,11 +39,11 @@ struct Reading<'a> {
 }
 
 pub fn main(args: MonitorArgs) -> anyhow::Result<ExitCode> {
+    super::json_out::check(args.json.as_ref())?;
     let exporter = args.prometheus.as_deref().map(Exporter::start).transpose()?;
     if let Some(e) = &exporter {
         eprintln!("edgert: serving Prometheus metrics at http://{}/metrics", e.address);
     }
-    super::json_out::check(args.json.as_ref())?;
     let mut lines = super::json_out::Lines::new(args.json.as_ref());
     let board = Board::open(&args.sysfs_root)?;
     let interval = Duration::from_millis(args.interval_ms);
