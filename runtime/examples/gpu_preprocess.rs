@@ -49,7 +49,7 @@ fn main() {
     for format in [PixelFormat::Yuyv, PixelFormat::Nv12] {
         let (w, h) = (1280, 720);
         let stride = format.min_stride(w);
-        let data = edgert::capture::synthetic::noise(format.frame_bytes(stride, h), 0x9e37_79b9_7f4a_7c15);
+        let data = edgert::capture::pattern::noise(format.frame_bytes(stride, h), 0x9e37_79b9_7f4a_7c15);
         let frame = Frame::new(format, w, h, stride, &data).unwrap();
         let plan = FusedPreprocess::new(&spec, 224, 224, Layout::Nchw, w, h).unwrap();
         let mut cpu_out = vec![0.0f32; plan.item_len()];

@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use edgert::capture::synthetic::noise;
+use edgert::capture::pattern::noise;
 use edgert::frame::{Frame, PixelFormat};
 use edgert::model::manifest::{Layout, PreprocessSpec};
 use edgert::preprocess::fused::FusedPreprocess;

@@ -80,6 +80,7 @@ pub fn absent(path: &Path) -> bool {
 }
 
 /// `read`, or `None` where nothing is at `path` (`absent`).
+#[cfg(feature = "tensorrt")]
 pub fn read_if_present(path: &Path, cap: Cap) -> Result<Option<Vec<u8>>, Error> {
     if absent(path) {
         return Ok(None);

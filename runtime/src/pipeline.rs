@@ -40,7 +40,7 @@ impl Pipeline {
         if model.is_engine() && selected.backend.name() != "tensorrt" {
             let reason = format!(
                 "{} is a TensorRT engine: run it with --backend tensorrt, not {}",
-                model.onnx_path.display(),
+                model.file.display(),
                 selected.backend.name()
             );
             return Err(Error::input(model.source_path(), reason));
@@ -48,7 +48,7 @@ impl Pipeline {
         model.check_input_memory(options.batch, options.memory)?;
         let prepared = selected.backend.prepare(&model, &options)?;
         let names = prepared.outputs().iter().map(|o| o.name.clone()).collect();
-        let session = Box::new(Finite::new(prepared.spawn()?, model.onnx_path.clone(), names));
+        let session = Box::new(Finite::new(prepared.spawn()?, model.file.clone(), names));
         // Kept as the reason, so a non-image model fails only when given an image.
         let preprocessor = Preprocessor::for_model(&model);
         let postprocessor = Postprocessor::new(&model, prepared.outputs(), options.memory)?;

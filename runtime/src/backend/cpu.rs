@@ -62,15 +62,15 @@ impl Backend for CpuBackend {
     }
 
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
-        let invalid = |stage: &str, e| cannot_run::tract(&model.onnx_path, self.name(), stage, &e);
+        let invalid = |stage: &str, e| cannot_run::tract(&model.file, self.name(), stage, &e);
         let unusable = |reason| Error::unavailable(self.name(), reason);
-        let panicked = tract_model::inference_panic(&model.onnx_path);
+        let panicked = tract_model::inference_panic(&model.file);
         let pool = tract_ops::threads::pool(options.threads, options.pinning, panicked).map_err(unusable)?;
         let run_options = tract_ops::threads::run_options(&pool);
         let TractModel { typed, input, outputs } = self.optimized(model, options)?;
         let plan = contained(
             || typed.into_runnable_with_options(&run_options).map_err(|e| invalid("plan", e)),
-            cannot_run::tract_panic(&model.onnx_path, self.name(), "plan"),
+            cannot_run::tract_panic(&model.file, self.name(), "plan"),
         )?;
         Ok(Box::new(TractPrepared::new(Box::new(plan), input, outputs, model).on_pool(pool)))
     }
@@ -80,7 +80,7 @@ impl CpuBackend {
     /// The model as this backend runs it: decluttered, edgert's operators in where its kernels
     /// are chosen, optimized. Public so that `examples/tract_profile` times this very graph.
     pub fn optimized(&self, model: &Model, options: &PrepareOptions) -> Result<TractModel> {
-        let invalid = |stage: &str, e| cannot_run::tract(&model.onnx_path, self.name(), stage, &e);
+        let invalid = |stage: &str, e| cannot_run::tract(&model.file, self.name(), stage, &e);
         let unusable = |reason| Error::unavailable(self.name(), reason);
         let edgert_kernels = self.kernels().map_err(unusable)? == CpuKernels::Edgert;
         let mut decluttered = tract_model::decluttered(model, options, self.name())?;
@@ -92,7 +92,7 @@ impl CpuBackend {
                 }
                 typed.optimize().map_err(|e| invalid("optimization", e))
             },
-            cannot_run::tract_panic(&model.onnx_path, self.name(), "optimization"),
+            cannot_run::tract_panic(&model.file, self.name(), "optimization"),
         )?;
         Ok(decluttered)
     }

@@ -66,9 +66,9 @@ impl Backend for CudaBackend {
             || {
                 runtime
                     .prepare(typed)
-                    .map_err(|e| cannot_run::tract(&model.onnx_path, self.name(), "CUDA plan", &e))
+                    .map_err(|e| cannot_run::tract(&model.file, self.name(), "CUDA plan", &e))
             },
-            cannot_run::tract_panic(&model.onnx_path, self.name(), "CUDA plan"),
+            cannot_run::tract_panic(&model.file, self.name(), "CUDA plan"),
         )?;
         Ok(Box::new(TractPrepared::new(plan, input, outputs, model)))
     }

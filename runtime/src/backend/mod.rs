@@ -1,21 +1,21 @@
 //! Backends run models: `Backend` (usable here?) → `Prepared` (a compiled plan) → `Session`
 //! (per thread: buffers and state). `registry` lists them in priority order.
 
-pub mod cannot_run;
-pub mod capability;
+pub(crate) mod cannot_run;
+pub(crate) mod capability;
 mod constant_dequantize;
 pub mod cpu;
 #[cfg(feature = "cuda-backend")]
-pub mod cuda;
-pub mod finite;
+pub(crate) mod cuda;
+pub(crate) mod finite;
 #[cfg(feature = "ort")]
-pub mod ort;
+pub(crate) mod ort;
 #[cfg(feature = "tensorrt")]
-pub mod tensorrt;
+pub(crate) mod tensorrt;
 mod tract_cache;
 mod tract_checks;
 mod tract_memory;
-pub mod tract_model;
+pub(crate) mod tract_model;
 pub mod tract_ops;
 
 pub use capability::{Unavailable, Unsupported};

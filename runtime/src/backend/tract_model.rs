@@ -31,7 +31,7 @@ pub struct TractModel {
 /// memory limit (`tract_memory`).
 pub fn decluttered(model: &Model, options: &PrepareOptions, backend: &str) -> Result<TractModel> {
     let batch = options.batch;
-    let path = &model.onnx_path;
+    let path = &model.file;
     let proto = model.onnx(&format!("the {backend} backend"))?;
     onnx::check_operators(path, proto, backend).map_err(cannot_run::with_alternatives)?;
     let invalid = |stage: &str, e: TractError| cannot_run::tract(path, backend, stage, &e);
@@ -107,7 +107,7 @@ pub(super) fn analysed(
     dtype: ElementType,
     backend: &str,
 ) -> Result<TypedModel> {
-    let path = &model.onnx_path;
+    let path = &model.file;
     let invalid = |stage: &str, e: TractError| cannot_run::tract(path, backend, stage, &e);
     let dir = path.parent().and_then(|d| d.to_str());
     let folded = constant_dequantize::fold(proto);
@@ -144,7 +144,7 @@ pub struct TractPrepared {
 
 impl TractPrepared {
     pub fn new(plan: Box<dyn Runnable>, input: TensorSpec, outputs: Vec<TensorSpec>, model: &Model) -> Self {
-        let (dtype, path) = (model.manifest.input.dtype, model.onnx_path.clone());
+        let (dtype, path) = (model.manifest.input.dtype, model.file.clone());
         TractPrepared { plan, inputs: vec![input], outputs, dtype, path, pool: None }
     }
 

@@ -1,11 +1,11 @@
 //! `bench`: warm up, then run the whole pipeline for at least a duration and a count of
 //! iterations, per batch size, timing each stage.
 
+pub(crate) mod formats;
 pub mod load;
-pub mod output;
-pub mod power;
-pub mod report;
-pub mod scenario;
+pub(crate) mod power;
+pub(crate) mod report;
+pub(crate) mod scenario;
 mod stream;
 mod window;
 
@@ -19,7 +19,8 @@ use image::DynamicImage;
 use crate::backend::tract_ops::pin;
 use crate::backend::{self, BackendOptions, PrepareOptions};
 use crate::capture::source::SourceOptions;
-use crate::capture::{self, npz::TensorSet, synthetic};
+use crate::capture::{self, npz::TensorSet, pattern};
+use crate::choice::Choice;
 use crate::metrics::provenance::Provenance;
 use crate::metrics::stats::Stages;
 use crate::metrics::telemetry::Telemetry;
@@ -103,11 +104,11 @@ impl Inputs {
             None if model.manifest.image_geometry().is_some()
                 && model.manifest.task.kind() != crate::model::Task::Raw =>
             {
-                Ok(Inputs::Images(vec![synthetic::frame()]))
+                Ok(Inputs::Images(vec![pattern::frame()]))
             }
             None => {
                 let len = item_shape.iter().product();
-                Ok(Inputs::Tensors(TensorSet { item_shape, samples: synthetic::tensor(len), labels: None }))
+                Ok(Inputs::Tensors(TensorSet { item_shape, samples: pattern::tensor(len), labels: None }))
             }
             Some(p) if capture::is_npz(p) => Ok(Inputs::Tensors(capture::npz::load(p, &item_shape)?)),
             Some(p) => {
@@ -131,17 +132,7 @@ pub fn run(
     config: &BenchConfig,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<BenchReport> {
-    if config.batches.is_empty() || config.batches.contains(&0) {
-        return Err(Error::Usage("--batch needs sizes of at least 1".into()));
-    }
-    for batch in config.scenario.batch_sizes(&config.batches) {
-        model.check_input_memory(batch, config.prepare.memory)?;
-    }
-    let inputs = match config.source {
-        // The frames come from the source.
-        Some(_) => Inputs::Images(Vec::new()),
-        None => Inputs::load(model, config.input.as_ref())?,
-    };
+    let inputs = checked_inputs(model, config)?;
     let samples = inputs.samples();
     if samples.is_empty() && config.source.is_none() {
         return Err(Error::Usage("the input holds no samples".into()));
@@ -161,31 +152,10 @@ pub fn run(
             (outcome.runs, backend, outcome.peak, outcome.warnings)
         }
     };
-    for run in &runs {
-        let title = scenario::text::run_title(run.batch, run.scenario.as_ref());
-        warnings.extend(run.telemetry.warnings().into_iter().map(|w| format!("{title}: {w}")));
-        for (stage, stats) in run.stages.named() {
-            // Queueing spreads a query scenario's end to end by design: only its inference is noise.
-            let single = run.kind() == scenario::Kind::SingleStream;
-            if stats.cov > COV_WARNING && (stage == "inference" || (stage == "end_to_end" && single)) {
-                warnings.push(format!(
-                    "{title}: {stage} CoV is {:.1} % (> 1 %): the machine is noisy or not locked; compare with care",
-                    stats.cov * 100.0
-                ));
-            }
-        }
-    }
+    warnings.extend(runs.iter().flat_map(run_warnings));
     if let Some(reason) = &backend.fallback {
         warnings.push(format!("backend {}: {reason}", backend.requested));
     }
-    // An engine's weights are inside its plan: only its size is known.
-    let (file_bytes, weight_bytes) = if model.is_engine() {
-        let path = &model.onnx_path;
-        (std::fs::metadata(path).map_err(|e| Error::read(path, e))?.len(), 0)
-    } else {
-        let facts = inspect::inspect(model)?;
-        (facts.file_bytes, facts.weight_bytes.values().sum())
-    };
     Ok(BenchReport {
         schema: report::SCHEMA,
         edgert_version: crate::VERSION,
@@ -194,16 +164,7 @@ pub fn run(
             .map_or(0, |d| d.as_secs()),
         host: Host::describe(),
         provenance: Provenance::read(&sensing.sysfs_root),
-        model: ModelInfo {
-            path: model.source_path().display().to_string(),
-            sha256: model.sha256.clone(),
-            task: model.manifest.task.kind().name().to_string(),
-            precision: model.precision().name().to_string(),
-            input_name: model.manifest.input.name.clone(),
-            input_shape: model.input_shape(1),
-            file_bytes,
-            weight_bytes,
-        },
+        model: model_info(model)?,
         pinned_cpus: if backend.name == "cpu" { pinned_cpus(config) } else { None },
         backend,
         threads: config.prepare.threads,
@@ -221,6 +182,60 @@ pub fn run(
         runs,
         peak,
         warnings,
+    })
+}
+
+/// The inputs, decoded, once the batch sizes are checked against the model and the memory limit.
+fn checked_inputs(model: &Model, config: &BenchConfig) -> Result<Inputs> {
+    if config.batches.is_empty() || config.batches.contains(&0) {
+        return Err(Error::Usage("--batch needs sizes of at least 1".into()));
+    }
+    for batch in config.scenario.batch_sizes(&config.batches) {
+        model.check_input_memory(batch, config.prepare.memory)?;
+    }
+    match config.source {
+        // The frames come from the source.
+        Some(_) => Ok(Inputs::Images(Vec::new())),
+        None => Inputs::load(model, config.input.as_ref()),
+    }
+}
+
+/// What a run's telemetry found, and each stage too noisy to compare with care.
+fn run_warnings(run: &BatchRun) -> Vec<String> {
+    let title = scenario::text::run_title(run.batch, run.scenario.as_ref());
+    let mut warnings: Vec<String> =
+        run.telemetry.warnings().into_iter().map(|w| format!("{title}: {w}")).collect();
+    for (stage, stats) in run.stages.named() {
+        // Queueing spreads a query scenario's end to end by design: only its inference is noise.
+        let single = run.kind() == scenario::Kind::SingleStream;
+        if stats.cov > COV_WARNING && (stage == "inference" || (stage == "end_to_end" && single)) {
+            warnings.push(format!(
+                "{title}: {stage} CoV is {:.1} % (> 1 %): the machine is noisy or not locked; compare with care",
+                stats.cov * 100.0
+            ));
+        }
+    }
+    warnings
+}
+
+fn model_info(model: &Model) -> Result<ModelInfo> {
+    // An engine's weights are inside its plan: only its size is known.
+    let (file_bytes, weight_bytes) = if model.is_engine() {
+        let path = &model.file;
+        (std::fs::metadata(path).map_err(|e| Error::read(path, e))?.len(), 0)
+    } else {
+        let facts = inspect::inspect(model)?;
+        (facts.file_bytes, facts.weight_bytes.values().sum())
+    };
+    Ok(ModelInfo {
+        path: model.source_path().display().to_string(),
+        sha256: model.sha256.clone(),
+        task: model.manifest.task.kind().name().to_string(),
+        precision: model.precision().name().to_string(),
+        input_name: model.manifest.input.name.clone(),
+        input_shape: model.input_shape(1),
+        file_bytes,
+        weight_bytes,
     })
 }
 

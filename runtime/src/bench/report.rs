@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::choice::Choice;
 use crate::metrics::host::Host;
 use crate::metrics::provenance::Provenance;
 use crate::metrics::stats::{LatencyStats, Stages};
@@ -163,7 +164,7 @@ impl BatchRun {
 }
 
 /// The scenarios by name, as `--scenario` takes them and reports write them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Kind {
     SingleStream,
@@ -172,8 +173,10 @@ pub enum Kind {
     Server,
 }
 
-impl Kind {
-    pub fn name(self) -> &'static str {
+impl Choice for Kind {
+    const ALL: &'static [Self] = &[Kind::SingleStream, Kind::MultiStream, Kind::Offline, Kind::Server];
+
+    fn name(self) -> &'static str {
         match self {
             Kind::SingleStream => "single-stream",
             Kind::MultiStream => "multi-stream",

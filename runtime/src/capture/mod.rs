@@ -1,10 +1,10 @@
 //! Where inputs come from: image files and folders, labelled tensor sets (`.npz`), and
-//! synthetic frames; raw frame sources opened from a URI (`source`).
+//! generated test patterns; raw frame sources opened from a URI (`source`).
 
 pub mod mjpeg;
 pub mod npz;
+pub mod pattern;
 pub mod source;
-pub mod synthetic;
 
 use std::path::{Path, PathBuf};
 

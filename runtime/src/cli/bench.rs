@@ -12,7 +12,7 @@ use clap::Args;
 use super::measure_args::{PowerArgs, TimingArgs};
 use super::stop::INTERRUPTED;
 use super::ModelArgs;
-use crate::bench::{self, output, BenchConfig, Progress, SourceBench};
+use crate::bench::{self, formats, BenchConfig, Progress, SourceBench};
 use crate::output::SharedOutputs;
 use crate::stream::Ending;
 use crate::Error;
@@ -141,12 +141,12 @@ pub fn main(args: BenchArgs, stop: Arc<AtomicBool>) -> anyhow::Result<ExitCode> 
     for warning in &report.warnings {
         eprintln!("edgert: warning: {warning}");
     }
-    super::json_out::summary(args.json.as_ref(), output::text(&report).trim_end())?;
+    super::json_out::summary(args.json.as_ref(), formats::text(&report).trim_end())?;
     if let Some(json) = &args.json {
         super::json_out::document(json, &report)?;
     }
     if let Some(path) = &args.csv {
-        output::write_csv(&report, path)?;
+        formats::write_csv(&report, path)?;
     }
     if let Err(e) = finished {
         eprintln!("edgert: error: {}", crate::error::one_line(&e));

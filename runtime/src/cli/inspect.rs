@@ -24,7 +24,7 @@ pub fn main(args: InspectArgs) -> anyhow::Result<ExitCode> {
     }
     let model = args.model.load()?;
     if model.is_engine() {
-        return engine::main(&model.onnx_path, args.json.as_ref());
+        return engine::main(&model.file, args.json.as_ref());
     }
     let report = inspect::inspect(&model)?;
     if let Some(json) = &args.json {

@@ -40,7 +40,7 @@ pub fn check(json: Option<&JsonTo>) -> Result<(), Error> {
 pub fn document(json: &JsonTo, value: &impl serde::Serialize) -> anyhow::Result<()> {
     match json {
         JsonTo::Stdout => super::emit(&serde_json::to_string_pretty(value)?),
-        JsonTo::File(path) => Ok(crate::bench::output::write_json(value, path)?),
+        JsonTo::File(path) => Ok(crate::bench::formats::write_json(value, path)?),
     }
 }
 

@@ -39,12 +39,12 @@ pub fn main(args: ManifestArgs) -> anyhow::Result<ExitCode> {
     // Printed, it is meant to be saved beside the model.
     let folder = match &args.output {
         Some(out) => out.parent().unwrap_or(Path::new("")),
-        None => model.onnx_path.parent().unwrap_or(Path::new("")),
+        None => model.file.parent().unwrap_or(Path::new("")),
     };
     let folder = if folder.as_os_str().is_empty() { Path::new(".") } else { folder }.to_owned();
     let relative = |path: &Path| beside(&folder, path);
     let mut manifest = model.manifest.clone();
-    manifest.model.file = relative(&model.onnx_path)?;
+    manifest.model.file = relative(&model.file)?;
     manifest.model.labels = manifest.model.labels.as_deref().map(relative).transpose()?;
     if manifest.model.labels.is_none() {
         manifest.model.names = model.labels.take();

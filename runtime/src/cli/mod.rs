@@ -6,6 +6,7 @@ mod bench;
 mod board_view;
 mod build_engine;
 mod capture;
+mod choices;
 mod doctor;
 mod info;
 mod inspect;
@@ -34,6 +35,7 @@ use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::choice::Choice;
 use crate::model::{BareModelOptions, Model, Task};
 
 #[derive(Parser)]

@@ -14,6 +14,7 @@ use super::prediction_text::prediction_text;
 use super::source_args::SourceArgs;
 use super::stop::INTERRUPTED;
 use crate::capture::source;
+use crate::choice::Choice;
 use crate::metrics::stats::ms;
 use crate::pipeline::Pipeline;
 use crate::stream::{self, Ending, FrameResult, StreamRun};

@@ -7,6 +7,7 @@ use clap::Args;
 
 use crate::bench::load::{arrivals, Batching};
 use crate::bench::scenario::{Kind, Load, PeakSearch, Scenario, Server, ServerArrivals, P99_MIN_QUERIES};
+use crate::choice::Choice;
 use crate::limits::{self, MAX_QUERIES};
 use crate::Error;
 

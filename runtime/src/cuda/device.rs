@@ -6,6 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::{sys, CudaContext};
 
 use super::{driver_error, version_text, GpuError, BUILT_FOR};
+use crate::choice::Choice;
 use crate::gpu_sync::GpuSync;
 
 /// Whether a library cudarc would load can be opened, by the names cudarc tries.

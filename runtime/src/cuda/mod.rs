@@ -4,10 +4,10 @@
 //! driver's CUDA version and the device first and returns a `GpuError` naming what is missing,
 //! where it was looked for, and the fix.
 
-pub mod compile;
+pub(crate) mod compile;
 pub mod device;
-pub mod host;
-pub mod nvrtc;
+pub(crate) mod host;
+pub(crate) mod nvrtc;
 
 #[cfg(not(any(
     feature = "cuda-11040",

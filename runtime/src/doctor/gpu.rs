@@ -300,7 +300,7 @@ mod on_gpu {
         };
         let stride = case.format.min_stride(640);
         let frames: Vec<Vec<u8>> = (0..2)
-            .map(|seed| crate::capture::synthetic::noise(case.format.frame_bytes(stride, 480), 0x5eed + seed))
+            .map(|seed| crate::capture::pattern::noise(case.format.frame_bytes(stride, 480), 0x5eed + seed))
             .collect();
         let mut worst = 0.0f32;
         let result = GpuPreprocess::new(&context, cpu_plan.clone()).and_then(|mut gpu| {

@@ -332,7 +332,7 @@ mod on_trt {
                 return Outcome::fail("a preprocessing plan", e.to_string(), "a bug in edgert: report it")
             }
         };
-        let data = crate::capture::synthetic::noise(PixelFormat::Yuyv.frame_bytes(width * 2, height), 7);
+        let data = crate::capture::pattern::noise(PixelFormat::Yuyv.frame_bytes(width * 2, height), 7);
         let frame = match Frame::new(PixelFormat::Yuyv, width, height, width * 2, &data) {
             Ok(f) => f,
             Err(e) => return Outcome::fail("a synthetic frame", e.to_string(), "a bug in edgert: report it"),

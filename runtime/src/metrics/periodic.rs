@@ -34,6 +34,7 @@ impl Clock for SystemClock {
 
 /// Reads every `interval` seconds until `stop` is set or the clock passes `until`, then once
 /// more, so the readings cover the time up to the stop. Each reading is timestamped after it is taken.
+#[cfg(test)]
 pub fn collect<T>(
     read: &mut dyn FnMut() -> T,
     clock: &mut dyn Clock,

@@ -6,11 +6,6 @@ use std::str::FromStr;
 
 use super::error::SensorError;
 
-/// Where sysfs, procfs and `/etc` are: `/`, or a fixture tree; `EDGERT_SYSFS_ROOT` overrides.
-pub fn root() -> PathBuf {
-    std::env::var_os("EDGERT_SYSFS_ROOT").map_or_else(|| PathBuf::from("/"), PathBuf::from)
-}
-
 /// A file's text without surrounding whitespace or the NULs device-tree strings end with;
 /// `None` when unreadable or empty.
 pub fn read_trimmed(path: &Path) -> Option<String> {

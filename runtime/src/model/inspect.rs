@@ -9,6 +9,7 @@ use tract_onnx::pb::{self, tensor_proto::DataType};
 use tract_onnx::prelude::*;
 
 use super::{onnx, spec_defaults, Model};
+use crate::choice::Choice;
 use crate::error::one_line;
 use crate::panics::contained;
 use crate::precision::Precision;
@@ -118,7 +119,7 @@ fn element_bytes(code: i32) -> u64 {
 }
 
 pub fn inspect(model: &Model) -> Result<InspectReport> {
-    let path = &model.onnx_path;
+    let path = &model.file;
     let proto = model.onnx("inspect")?;
     let graph = onnx::graph(proto);
     let mut operators = BTreeMap::new();
@@ -326,7 +327,7 @@ fn groups_2_4(w: &LayerWeight) -> (u64, u64) {
 
 /// Multiply-accumulates at batch 1, from the output shapes tract infers and the weight shapes.
 fn macs(model: &Model, proto: &pb::ModelProto, weights: &Weights) -> TractResult<u64> {
-    let dir = model.onnx_path.parent().and_then(|d| d.to_str());
+    let dir = model.file.parent().and_then(|d| d.to_str());
     let filled = spec_defaults::fill(proto);
     let parsed = onnx::framework().parse(filled.as_ref().unwrap_or(proto), dir)?;
     let mut graph = parsed.model;

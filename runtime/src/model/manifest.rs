@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::choice::Choice;
 use crate::frame::MAX_SIDE;
 use crate::limits::short;
 use crate::tensor::ElementType;
@@ -98,25 +99,21 @@ pub struct ModelSection {
     pub names: Option<Vec<String>>,
 }
 
-/// What a model's outputs mean, as `model.task` and `--task` name it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+/// What a model's outputs mean, as `model.task` and `--task` name it (`help` says each).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Task {
-    /// Scores per class: top-k.
     Classification,
-    /// Darknet YOLO (v3, v4) anchor head maps: boxes after decoding and NMS.
     Yolo,
-    /// Detector outputs of a known format (YOLOv5 to YOLO26, RT-DETR, SSD, NMS plugins,
-    /// DetectNet_v2): boxes, with masks, keypoints or rotated boxes where the model gives them.
     Detect,
-    /// Scores per class and pixel, or a map of class ids: a class for every pixel.
     Semantic,
-    /// Output tensors as they are.
     Raw,
 }
 
-impl Task {
-    pub fn name(self) -> &'static str {
+impl Choice for Task {
+    const ALL: &'static [Self] = &[Task::Classification, Task::Yolo, Task::Detect, Task::Semantic, Task::Raw];
+
+    fn name(self) -> &'static str {
         match self {
             Task::Classification => "classification",
             Task::Yolo => "yolo",
@@ -124,6 +121,19 @@ impl Task {
             Task::Semantic => "semantic",
             Task::Raw => "raw",
         }
+    }
+
+    fn help(self) -> Option<&'static str> {
+        Some(match self {
+            Task::Classification => "Scores per class: top-k",
+            Task::Yolo => "Darknet YOLO (v3, v4) anchor head maps: boxes after decoding and NMS",
+            Task::Detect => {
+                "Detector outputs of a known format (YOLOv5 to YOLO26, RT-DETR, SSD, NMS plugins, DetectNet_v2): \
+                 boxes, with masks, keypoints or rotated boxes where the model gives them"
+            }
+            Task::Semantic => "Scores per class and pixel, or a map of class ids: a class for every pixel",
+            Task::Raw => "Output tensors as they are",
+        })
     }
 }
 

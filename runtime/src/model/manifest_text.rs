@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use super::manifest::{BoxOrder, ChannelOrder, Layout, Manifest, ResizeMode, TaskSpec};
+use crate::choice::Choice;
 
 fn quoted(text: &str) -> String {
     toml::Value::String(text.to_string()).to_string()

@@ -1,15 +1,15 @@
 //! Models: a manifest or a bare `.onnx`, resolved into one checked description.
 
-pub mod bare;
-pub mod detect_format;
+pub(crate) mod bare;
+pub(crate) mod detect_format;
 pub mod digest;
-pub mod engine_header;
+pub(crate) mod engine_header;
 pub mod inspect;
 pub mod manifest;
-pub mod manifest_text;
-pub mod onnx;
-pub mod spec_defaults;
-pub mod ultralytics;
+pub(crate) mod manifest_text;
+pub(crate) mod onnx;
+pub(crate) mod spec_defaults;
+pub(crate) mod ultralytics;
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +28,7 @@ pub struct Model {
     /// The manifest, when the model was given as one.
     pub manifest_path: Option<PathBuf>,
     /// The model file: ONNX, or a serialized TensorRT engine (see `proto`).
-    pub onnx_path: PathBuf,
+    pub file: PathBuf,
     pub sha256: String,
     pub manifest: Manifest,
     pub labels: Option<Vec<String>>,
@@ -56,26 +56,26 @@ impl Model {
             return Err(Error::read(path, "no such file"));
         }
         let is_manifest = path.extension().is_some_and(|e| e == "toml");
-        let (manifest, manifest_path, onnx_path) = if is_manifest {
+        let (manifest, manifest_path, file) = if is_manifest {
             let manifest = Manifest::read(path)?;
             let dir = path.parent().unwrap_or(Path::new("."));
-            let onnx_path = dir.join(&manifest.model.file);
-            (Some(manifest), Some(path.to_owned()), onnx_path)
+            let file = dir.join(&manifest.model.file);
+            (Some(manifest), Some(path.to_owned()), file)
         } else {
             (None, None, path.to_owned())
         };
-        let sha256 = digest::sha256_file(&onnx_path)?;
+        let sha256 = digest::sha256_file(&file)?;
         let mut notes = Vec::new();
         let mut names = None;
         let mut graph_edited = false;
-        let (manifest, proto, inputs, outputs) = if is_engine_file(&onnx_path) {
+        let (manifest, proto, inputs, outputs) = if is_engine_file(&file) {
             let manifest = match manifest {
                 Some(m) => {
                     check_sha256(path, &m, &sha256)?;
                     m
                 }
                 None => {
-                    let described = bare_engine(&onnx_path, &sha256, bare)?;
+                    let described = bare_engine(&file, &sha256, bare)?;
                     (notes, names) = (described.notes, described.names);
                     described.manifest
                 }
@@ -88,7 +88,7 @@ impl Model {
             };
             (manifest, None, vec![input], Vec::new())
         } else {
-            let mut proto = onnx::read_proto(&onnx_path)?;
+            let mut proto = onnx::read_proto(&file)?;
             let mut inputs = onnx::inputs(&proto);
             let outputs = onnx::outputs(&proto);
             // The image size as a second input (RT-DETR's own export and its followers): fed the
@@ -107,8 +107,8 @@ impl Model {
                 None => {
                     let props = proto.metadata_props.iter().map(|p| (p.key.as_str(), p.value.as_str()));
                     let meta = ultralytics::UltralyticsMeta::from_props(props)
-                        .map_err(|reason| Error::input(&onnx_path, reason))?;
-                    let described = bare::describe(&onnx_path, &sha256, meta, &inputs, &outputs, bare)?;
+                        .map_err(|reason| Error::input(&file, reason))?;
+                    let described = bare::describe(&file, &sha256, meta, &inputs, &outputs, bare)?;
                     (notes, names) = (described.notes, described.names);
                     described.manifest
                 }
@@ -116,10 +116,9 @@ impl Model {
             if size_input.is_some() {
                 let Some((h, w, _)) = manifest.image_geometry() else {
                     let reason = format!("input '{}' needs an image input beside it", onnx::SIZE_INPUT);
-                    return Err(Error::input(&onnx_path, reason));
+                    return Err(Error::input(&file, reason));
                 };
-                onnx::fold_size_input(&mut proto, (w, h))
-                    .map_err(|reason| Error::input(&onnx_path, reason))?;
+                onnx::fold_size_input(&mut proto, (w, h)).map_err(|reason| Error::input(&file, reason))?;
                 graph_edited = true;
             }
             (manifest, Some(std::sync::Arc::new(proto)), inputs, outputs)
@@ -135,7 +134,7 @@ impl Model {
         };
         Ok(Model {
             manifest_path,
-            onnx_path,
+            file,
             sha256,
             manifest,
             labels,
@@ -155,7 +154,7 @@ impl Model {
     pub fn onnx(&self, what: &str) -> Result<&pb::ModelProto> {
         self.proto.as_deref().ok_or_else(|| {
             Error::input(
-                &self.onnx_path,
+                &self.file,
                 format!(
                     "is a TensorRT engine; {what} needs the ONNX model (engines run with --backend tensorrt)"
                 ),
@@ -168,7 +167,7 @@ impl Model {
         use prost::Message;
         match (&self.proto, self.graph_edited) {
             (Some(proto), true) => Ok(proto.encode_to_vec()),
-            _ => crate::infile::read(&self.onnx_path, crate::infile::MODEL),
+            _ => crate::infile::read(&self.file, crate::infile::MODEL),
         }
     }
 
@@ -179,7 +178,7 @@ impl Model {
 
     /// The file the user named: the manifest if there is one, else the ONNX file.
     pub fn source_path(&self) -> &Path {
-        self.manifest_path.as_deref().unwrap_or(&self.onnx_path)
+        self.manifest_path.as_deref().unwrap_or(&self.file)
     }
 
     /// Input shape with the batch set.

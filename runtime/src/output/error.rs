@@ -1,4 +1,4 @@
-//! Why an output could not take a frame or finish: the stage reports it as `StageError::Show`,
+//! Why an output could not take a frame or finish: the stage reports it as `StageError::Output`,
 //! naming the output; a failed finish becomes the run's `Error::Write`.
 
 use std::path::PathBuf;

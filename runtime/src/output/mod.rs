@@ -2,16 +2,16 @@
 //! shown frame to, in the order given. The stage draws and encodes once per frame; a sink that
 //! takes JPEG gets the same bytes as every other.
 
-pub mod dir;
+pub(crate) mod dir;
 pub mod encode;
 mod error;
 #[cfg(feature = "gstreamer")]
-pub mod h264;
-pub mod preview;
-pub mod recent;
+pub(crate) mod h264;
+pub(crate) mod preview;
+pub(crate) mod recent;
 #[cfg(feature = "rtsp-server")]
-pub mod rtsp;
-pub mod uri;
+pub(crate) mod rtsp;
+pub(crate) mod uri;
 
 use std::sync::{Arc, Mutex, MutexGuard};
 

@@ -1,17 +1,17 @@
 //! Turning output tensors into answers: classes, boxes, a class per pixel, or raw tensors, by the
 //! manifest's task.
 
-pub mod classify;
-pub mod detect;
+pub(crate) mod classify;
+pub(crate) mod detect;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod keypoints;
 pub mod mask;
-pub mod nms;
-pub mod resample;
-pub mod rotated;
-pub mod semantic;
-pub mod yolo;
+pub(crate) mod nms;
+pub(crate) mod resample;
+pub(crate) mod rotated;
+pub(crate) mod semantic;
+pub(crate) mod yolo;
 
 use serde::Serialize;
 

@@ -2,7 +2,7 @@
 //! `cvtColor` uses for YUYV and NV12, kept in f32 (no rounding to 8 bits between steps).
 
 /// BT.601 limited-range YUV → RGB on the 0..255 scale, saturated as `cvtColor` does.
-#[inline(always)]
+#[cfg(test)]
 pub fn yuv_to_rgb(y: u8, u: u8, v: u8) -> [f32; 3] {
     yuv_values_to_rgb(y as f32, u as f32, v as f32)
 }

@@ -55,7 +55,7 @@ proptest! {
         let format = FORMATS[format];
         let (w, h) = (half_w * 2, half_h * 2);
         let stride = format.min_stride(w) + padding;
-        let data = crate::capture::synthetic::noise(format.frame_bytes(stride, h), seed);
+        let data = crate::capture::pattern::noise(format.frame_bytes(stride, h), seed);
         let frame = Frame::new(format, w, h, stride, &data).unwrap();
         let fused = FusedPreprocess::new(&spec, out_w, out_h, layout, w, h).unwrap();
         let mut got = vec![f32::NAN; fused.item_len()];
@@ -95,7 +95,7 @@ proptest! {
         let format = FORMATS[format];
         let (w, h) = (half_w * 2, half_h * 2);
         let spec = PreprocessSpec { resize: ResizeMode::Stretch, ..spec };
-        let data = crate::capture::synthetic::noise(format.frame_bytes(format.min_stride(w), h), seed);
+        let data = crate::capture::pattern::noise(format.frame_bytes(format.min_stride(w), h), seed);
         let frame = Frame::new(format, w, h, format.min_stride(w), &data).unwrap();
         let direct = FusedPreprocess::new(&spec, w, h, layout, w, h).unwrap();
         prop_assert!(direct.direct);

@@ -8,8 +8,9 @@ mod colour;
 pub mod fused;
 #[cfg(feature = "cuda")]
 pub mod gpu;
-pub mod plan;
-pub mod reference;
+pub(crate) mod plan;
+#[cfg(test)]
+pub(crate) mod reference;
 
 use image::DynamicImage;
 

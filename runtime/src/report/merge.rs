@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::doctor::{self, DoctorFile};
 use super::read::{read_json, BenchFile};
 use crate::bench::report::cpu_list;
+use crate::choice::Choice;
 use crate::Result;
 
 /// What `report merge` reads: bench reports, and doctor results listed beside them.

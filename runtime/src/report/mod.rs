@@ -2,7 +2,7 @@
 //! merged table, a before/after comparison that knows the runs' own noise, and plots.
 
 pub mod compare;
-pub mod doctor;
+pub(crate) mod doctor;
 pub mod merge;
 pub mod plot;
 pub mod read;

@@ -9,6 +9,7 @@ use serde::Deserialize;
 use crate::bench::report::{PeakReport, SCHEMA};
 use crate::bench::scenario::text::run_title;
 use crate::bench::scenario::{Kind, ScenarioRun};
+use crate::choice::Choice;
 use crate::metrics::stats::Stages;
 use crate::{Error, Result};
 

@@ -16,10 +16,10 @@ pub enum StageError {
     Postprocess(crate::Error),
     /// The caller's handler of each prediction failed (printing it, say).
     #[error("{0}")]
-    Output(crate::Error),
+    Handler(crate::Error),
     /// An `--output` could not take a frame (a full disk), or the frame could not be drawn.
     #[error("{sink}: {error}")]
-    Show { sink: String, error: crate::output::OutputError },
+    Output { sink: String, error: crate::output::OutputError },
 }
 
 /// Why one frame's preprocessing pass failed.

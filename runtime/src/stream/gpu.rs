@@ -280,7 +280,7 @@ mod tests {
         let (width, height) = (640, 480);
         let fused = FusedPreprocess::new(&spec, 224, 224, Layout::Nchw, width, height).unwrap();
         let bytes = PixelFormat::Yuyv.frame_bytes(width * 2, height);
-        let frames: Vec<Vec<u8>> = (0..2).map(|seed| crate::capture::synthetic::noise(bytes, seed)).collect();
+        let frames: Vec<Vec<u8>> = (0..2).map(|seed| crate::capture::pattern::noise(bytes, seed)).collect();
         let frame = |k: usize| Frame::new(PixelFormat::Yuyv, width, height, width * 2, &frames[k]).unwrap();
         let mut want = vec![0f32; 2 * fused.item_len()];
         for (k, item) in want.chunks_mut(fused.item_len()).enumerate() {

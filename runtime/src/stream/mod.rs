@@ -4,11 +4,11 @@
 //! prediction still do). Every frame's glass-to-glass time runs from the moment the source
 //! delivered it to its prediction.
 
-pub mod error;
+pub(crate) mod error;
 mod frames;
 pub(crate) mod gpu;
 mod output;
-pub mod queue;
+pub(crate) mod queue;
 mod stages;
 #[cfg(test)]
 mod tests;
@@ -128,6 +128,7 @@ pub struct StreamRun {
 }
 
 impl StreamRun {
+    #[cfg(test)]
     pub fn failed(&self) -> Option<&str> {
         match &self.stats.ending {
             Ending::Failed(reason) => Some(reason),
@@ -167,33 +168,27 @@ pub fn run(
         Some(gpu) if gpu.is_mapped() => "gpu-mapped",
         Some(_) => "gpu",
     };
-    let measured = stages::run(
-        &info,
-        plan,
-        gpu,
-        &input_shape,
+    let work = stages::Work {
+        passes: stages::Passes { plan, gpu },
+        input_shape: &input_shape,
         input_dtype,
         session,
-        &postprocess,
-        config,
-        stop,
-        on_result,
-        source,
-        outputs,
-    );
+        postprocess: &postprocess,
+    };
+    let measured = stages::run(&info, work, stages::Ends { source, on_result, outputs }, config, stop);
     let preprocess_on = if measured.frames_in_place { "gpu-in-place" } else { preprocess_on };
-    let samples = measured.samples;
+    let latencies = measured.latencies;
     let stages = (|| {
         Some(Stages {
-            preprocess: samples.preprocess.stats()?,
-            inference: samples.inference.stats()?,
-            postprocess: samples.postprocess.stats()?,
-            end_to_end: samples.glass_to_glass.stats()?,
+            preprocess: latencies.preprocess.stats()?,
+            inference: latencies.inference.stats()?,
+            postprocess: latencies.postprocess.stats()?,
+            end_to_end: latencies.glass_to_glass.stats()?,
         })
     })();
     let elapsed = measured.elapsed.as_secs_f64();
     let per_second = |n: u64| if elapsed > 0.0 { n as f64 / elapsed } else { 0.0 };
-    let processed = samples.glass_to_glass.count() as u64;
+    let processed = latencies.glass_to_glass.count() as u64;
     Ok(StreamRun {
         stats: StreamStats {
             source: info.uri.clone(),
@@ -222,7 +217,7 @@ pub fn run(
             ending: measured.ending,
         },
         stages,
-        inferences: samples.inference.count(),
-        glass_to_glass: samples.glass_to_glass,
+        inferences: latencies.inference.count(),
+        glass_to_glass: latencies.glass_to_glass,
     })
 }

@@ -79,7 +79,7 @@ pub(super) fn output_stage(
     let mut power_read: Option<Instant> = None;
     let fail = |sink: String, error: OutputError| {
         abort.store(true, Ordering::Relaxed);
-        Err(StageError::Show { sink, error })
+        Err(StageError::Output { sink, error })
     };
     while let Some(show) = pop(&input, abort) {
         // Outside the annotation's time: a sensor read is the board's, not the drawing's.

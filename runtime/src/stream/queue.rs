@@ -7,25 +7,36 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, RecvTimeoutError, SendTimeoutError, Sender, TrySendError};
 
+use crate::choice::Choice;
+
 /// How often a waiting stage looks at the abort flag, so nothing waits on a stage that died.
 const POLL: Duration = Duration::from_millis(20);
 
 /// What a stage does when the next one is busy and its queue is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum DropPolicy {
-    /// Drop the oldest queued item for the new one: a live camera's results stay fresh.
     Latest,
-    /// Wait for room: every frame is processed, and a slow stage slows the source.
     None,
 }
 
-impl DropPolicy {
-    pub fn name(self) -> &'static str {
+impl Choice for DropPolicy {
+    const ALL: &'static [Self] = &[DropPolicy::Latest, DropPolicy::None];
+
+    fn name(self) -> &'static str {
         match self {
             DropPolicy::Latest => "latest",
             DropPolicy::None => "none",
         }
+    }
+
+    fn help(self) -> Option<&'static str> {
+        Some(match self {
+            DropPolicy::Latest => {
+                "Drop the oldest queued item for the new one: a live camera's results stay fresh"
+            }
+            DropPolicy::None => "Wait for room: every frame is processed, and a slow stage slows the source",
+        })
     }
 }
 

@@ -43,9 +43,52 @@ struct Item {
 struct Pools {
     frames: Pool<FrameSlot>,
     tensors: Pool<BatchSlot>,
+    /// The buffers each pool holds when none is missing.
+    frames_pooled: u64,
+    tensors_pooled: u64,
+    /// The GPU reads frames where the capture writes them (on a Jetson), for those it could pin.
+    pinning: bool,
 }
 
 impl Pools {
+    /// Pools that never run out: each buffer is either in a queue or held by one stage. Frames
+    /// shown travel with their batch, and then through the output queue and stage.
+    fn sized(info: &SourceInfo, work: &Work, depth: usize, showing: bool) -> Pools {
+        let batch = work.input_shape[0];
+        let frame_bytes = info.format.frame_bytes(info.stride, info.height);
+        let tensor_pool = (2 * depth + 3) as u64;
+        let frame_pool =
+            (depth + 2) as u64 + if showing { tensor_pool * batch as u64 + depth as u64 + 1 } else { 0 };
+        let host_values = if work.passes.gpu.is_some() { 0 } else { work.input_shape.iter().product() };
+        let input_dtype = work.input_dtype;
+        let pinner = work.passes.gpu.as_ref().and_then(GpuStage::pinner);
+        let pinning = pinner.is_some();
+        Pools {
+            frames: Pool::new(frame_pool as usize, move || {
+                let mut data = Vec::with_capacity(frame_bytes);
+                let pinned = pinner.as_ref().and_then(|p| p.pin(&mut data));
+                FrameSlot {
+                    pinned,
+                    data,
+                    stride: 0,
+                    sequence: 0,
+                    timestamp: Duration::ZERO,
+                    captured_at: Instant::now(),
+                }
+            }),
+            tensors: Pool::new(tensor_pool as usize, move || BatchSlot {
+                values: BatchValues::zeros(input_dtype, host_values),
+                device: None,
+                items: Vec::with_capacity(batch),
+                preprocess: Duration::ZERO,
+                inference: Duration::ZERO,
+            }),
+            frames_pooled: frame_pool,
+            tensors_pooled: tensor_pool,
+            pinning,
+        }
+    }
+
     fn give_batch(&self, mut slot: BatchSlot) {
         for frame in slot.items.drain(..).filter_map(|item| item.frame) {
             self.frames.give(frame);
@@ -66,7 +109,7 @@ struct BatchSlot {
 }
 
 #[derive(Default)]
-pub(super) struct Samples {
+pub(super) struct StageLatencies {
     pub preprocess: Latencies,
     pub inference: Latencies,
     pub postprocess: Latencies,
@@ -74,7 +117,7 @@ pub(super) struct Samples {
 }
 
 pub(super) struct Measured {
-    pub samples: Samples,
+    pub latencies: StageLatencies,
     /// From each frame's capture to its delivery, where the source stamps capture times.
     pub source_delay: Latencies,
     pub captured: u64,
@@ -95,56 +138,35 @@ fn joined<T>(name: &str, result: std::thread::Result<T>) -> T {
     result.unwrap_or_else(|_| panic!("the {name} thread panicked"))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// What the stages do to each frame: preprocess it (on the CPU, or the GPU), infer, postprocess.
+pub(super) struct Work<'a> {
+    pub passes: Passes,
+    pub input_shape: &'a [usize],
+    /// The type the CPU pass writes.
+    pub input_dtype: ElementType,
+    pub session: &'a mut dyn Session,
+    pub postprocess: &'a Postprocess<'a>,
+}
+
+/// Where frames come from, and where predictions and annotated frames go.
+pub(super) struct Ends<'a> {
+    pub source: &'a mut dyn FrameSource,
+    pub on_result: &'a mut dyn FnMut(&FrameResult) -> crate::Result<()>,
+    /// Empty: no output stage runs.
+    pub outputs: &'a mut Outputs,
+}
+
 pub(super) fn run(
     info: &SourceInfo,
-    plan: FramePlan,
-    gpu: Option<GpuStage>,
-    input_shape: &[usize],
-    input_dtype: ElementType,
-    session: &mut dyn Session,
-    postprocess: &Postprocess,
+    work: Work,
+    ends: Ends,
     config: &StreamConfig,
     stop: &AtomicBool,
-    on_result: &mut dyn FnMut(&FrameResult) -> crate::Result<()>,
-    source: &mut dyn FrameSource,
-    outputs: &mut Outputs,
 ) -> Measured {
     let depth = config.queue_depth.max(1);
-    let batch = input_shape[0];
-    let frame_bytes = info.format.frame_bytes(info.stride, info.height);
-    let tensor_pool = (2 * depth + 3) as u64;
-    // Each buffer is either in a queue or held by one stage: that many never run out. Frames
-    // shown travel with their batch, and then through the output queue and stage.
-    let showing = !outputs.is_empty();
-    let frame_pool =
-        (depth + 2) as u64 + if showing { tensor_pool * batch as u64 + depth as u64 + 1 } else { 0 };
-    let host_values = if gpu.is_some() { 0 } else { input_shape.iter().product() };
-    // On a Jetson the GPU reads frames where the capture writes them.
-    let pinner = gpu.as_ref().and_then(GpuStage::pinner);
-    let pinning = pinner.is_some();
-    let pools = Pools {
-        frames: Pool::new(frame_pool as usize, move || {
-            let mut data = Vec::with_capacity(frame_bytes);
-            let pinned = pinner.as_ref().and_then(|p| p.pin(&mut data));
-            FrameSlot {
-                pinned,
-                data,
-                stride: 0,
-                sequence: 0,
-                timestamp: Duration::ZERO,
-                captured_at: Instant::now(),
-            }
-        }),
-        tensors: Pool::new(tensor_pool as usize, move || BatchSlot {
-            values: BatchValues::zeros(input_dtype, host_values),
-            device: None,
-            items: Vec::with_capacity(batch),
-            preprocess: Duration::ZERO,
-            inference: Duration::ZERO,
-        }),
-    };
-    let frames_in_place = pinning && pools.frames.all(|slot| slot.pinned.is_some());
+    let showing = !ends.outputs.is_empty();
+    let pools = Pools::sized(info, &work, depth, showing);
+    let frames_in_place = pools.pinning && pools.frames.all(|slot| slot.pinned.is_some());
     let abort = AtomicBool::new(false);
     let (to_preprocess, preprocess_in) = Queue::bounded(depth, config.drop);
     let (to_inference, inference_in) = Queue::bounded(depth, config.drop);
@@ -153,11 +175,13 @@ pub(super) fn run(
     let output_dropped = to_output.counter();
     let drops = Drops(vec![to_preprocess.counter(), to_inference.counter(), output_dropped.clone()]);
     let to_output = showing.then_some(to_output);
+    let Work { passes, input_shape, session, postprocess, .. } = work;
+    let Ends { source, on_result, outputs } = ends;
+    let batch = input_shape[0];
     let (capture, preprocessed, inferred, posted, shown) = std::thread::scope(|s| {
         let capture =
             s.spawn(|| capture_stage(source, info, config, stop, &abort, &pools.frames, to_preprocess));
         let preprocessed = s.spawn(|| {
-            let passes = Passes { plan, gpu };
             preprocess_stage(info, passes, batch, showing, &abort, &pools, preprocess_in, to_inference)
         });
         let inferred =
@@ -173,7 +197,7 @@ pub(super) fn run(
             shown.map(|shown| joined("output", shown.join())),
         )
     });
-    let (samples, last) = posted.0;
+    let (latencies, last) = posted.0;
     let (shows, shown) = shown.map_or((None, Ok(())), |(shows, result)| (Some(shows), result));
     // A failing stage explains the end better than what the capture thread saw as it stopped.
     let ending =
@@ -187,15 +211,15 @@ pub(super) fn run(
         _ => Duration::ZERO,
     };
     Measured {
-        samples,
+        latencies,
         source_delay: capture.source_delay,
         captured: capture.captured,
         skipped: capture.skipped,
         reconnects: capture.reconnects,
         dropped: (capture.dropped, preprocessed.unwrap_or(0)),
         elapsed,
-        frame_buffers: Buffers { pooled: frame_pool, made: pools.frames.made() },
-        tensor_buffers: Buffers { pooled: tensor_pool, made: pools.tensors.made() },
+        frame_buffers: Buffers { pooled: pools.frames_pooled, made: pools.frames.made() },
+        tensor_buffers: Buffers { pooled: pools.tensors_pooled, made: pools.tensors.made() },
         output: shows.map(|shows| shows.stats(outputs, output_dropped.load(Ordering::Relaxed))),
         ending,
         frames_in_place,
@@ -319,9 +343,10 @@ fn pause(total: Duration, stop: &AtomicBool) -> bool {
 }
 
 /// The preprocessing pass: on the CPU into the batch tensor, or on the GPU into GPU memory.
-struct Passes {
-    plan: FramePlan,
-    gpu: Option<GpuStage>,
+/// The preprocessing of each frame: on the CPU by the plan, or on the GPU.
+pub(super) struct Passes {
+    pub plan: FramePlan,
+    pub gpu: Option<GpuStage>,
 }
 
 impl Passes {
@@ -453,7 +478,7 @@ fn inference_stage(
 }
 
 /// Predictions handed to `on_result`, and with their frames to the output stage where there is
-/// one; the samples, the time of the last prediction, and whether `on_result` failed.
+/// one; the latencies, the time of the last prediction, and whether `on_result` failed.
 fn postprocess_stage(
     postprocess: &Postprocess,
     abort: &AtomicBool,
@@ -461,8 +486,8 @@ fn postprocess_stage(
     input: Receiver<(BatchSlot, Vec<HostTensor>)>,
     to_output: Option<Queue<ToShow>>,
     on_result: &mut dyn FnMut(&FrameResult) -> crate::Result<()>,
-) -> ((Samples, Option<Instant>), Result<(), StageError>) {
-    let mut samples = Samples::default();
+) -> ((StageLatencies, Option<Instant>), Result<(), StageError>) {
+    let mut latencies = StageLatencies::default();
     let mut last = None;
     while let Some((mut slot, outputs)) = pop(&input, abort) {
         let mut spent = Duration::ZERO;
@@ -479,7 +504,7 @@ fn postprocess_stage(
             let done = Instant::now();
             spent += done - started;
             let glass_to_glass = done - item.captured_at;
-            samples.glass_to_glass.record(ms(glass_to_glass));
+            latencies.glass_to_glass.record(ms(glass_to_glass));
             let result = FrameResult {
                 sequence: item.sequence,
                 timestamp: item.timestamp,
@@ -487,7 +512,7 @@ fn postprocess_stage(
                 prediction: &prediction,
             };
             if let Err(reason) = on_result(&result) {
-                failed = Some(StageError::Output(reason));
+                failed = Some(StageError::Handler(reason));
                 break;
             }
             if let (Some(queue), Some(frame)) = (&to_output, item.frame.take()) {
@@ -504,13 +529,13 @@ fn postprocess_stage(
         if let Some(reason) = failed {
             abort.store(true, Ordering::Relaxed);
             pools.give_batch(slot);
-            return ((samples, last), Err(reason));
+            return ((latencies, last), Err(reason));
         }
-        samples.preprocess.record(ms(slot.preprocess));
-        samples.inference.record(ms(slot.inference));
-        samples.postprocess.record(ms(spent));
+        latencies.preprocess.record(ms(slot.preprocess));
+        latencies.inference.record(ms(slot.inference));
+        latencies.postprocess.record(ms(spent));
         last = Some(Instant::now());
         pools.give_batch(slot);
     }
-    ((samples, last), Ok(()))
+    ((latencies, last), Ok(()))
 }

@@ -378,7 +378,7 @@ fn gpu_preprocessing_of_a_shrunk_rgb_frame_differs_from_the_cpu_path_and_says_so
 
     let spec = PreprocessSpec::imagenet();
     let (width, height) = (640, 480);
-    let data = crate::capture::synthetic::noise(PixelFormat::Rgb24.frame_bytes(width * 3, height), 3);
+    let data = crate::capture::pattern::noise(PixelFormat::Rgb24.frame_bytes(width * 3, height), 3);
     let frame = crate::frame::Frame::new(PixelFormat::Rgb24, width, height, width * 3, &data).unwrap();
     let mut plan =
         FramePlan::new(&spec, (224, 224), Layout::Nchw, PixelFormat::Rgb24, (width, height)).unwrap();

@@ -1,8 +1,8 @@
 //! `tune`: for each variant × backend, validate against the base model and bench it; mark the
 //! Pareto front of (p99 latency, accuracy drop) and pick the fastest variant within budget.
 
-pub mod pareto;
-pub mod plot;
+pub(crate) mod pareto;
+pub(crate) mod plot;
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -91,17 +91,14 @@ pub fn tune(
     if config.backends.is_empty() {
         return Err(Error::Usage("--backends needs at least one backend".into()));
     }
-    let reference_backend = config.backends[0].clone();
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
     let mut energy_note = None;
-    let stopped = || config.stop.load(Ordering::Relaxed);
     'matrix: for model in std::iter::once(base).chain(variants) {
-        let precision = model.precision();
         let variant = model.source_path().display().to_string();
         for backend_name in &config.backends {
             let selected = backend::select_with(backend_name, &config.backend_options)?;
-            if let Err(reason) = selected.backend.supports(precision) {
+            if let Err(reason) = selected.backend.supports(model.precision()) {
                 skipped.push(Skipped {
                     variant: variant.clone(),
                     backend: backend_name.clone(),
@@ -109,75 +106,13 @@ pub fn tune(
                 });
                 continue;
             }
-            if stopped() {
+            let Some((row, no_energy)) = measure(base, model, backend_name, data, config, progress)? else {
                 break 'matrix;
-            }
-            progress(&format!("{variant} on {backend_name}: validating"));
-            let validation = match validate::validate(
-                base,
-                model,
-                data,
-                &ValidateConfig {
-                    reference_backend: reference_backend.clone(),
-                    candidate_backend: backend_name.clone(),
-                    backend_options: config.backend_options.clone(),
-                    prepare: config.prepare,
-                    budget: config.budget,
-                    stop: config.stop.clone(),
-                },
-            ) {
-                Err(Error::Interrupted(_)) => break 'matrix,
-                Ok(v) if v.interrupted => break 'matrix,
-                other => other?,
             };
-            progress(&format!("{variant} on {backend_name}: benchmarking"));
-            let reset = memory::reset_peak_rss();
-            let report = bench::run(
-                model,
-                Duration::ZERO,
-                &BenchConfig {
-                    backend: backend_name.clone(),
-                    backend_options: config.backend_options.clone(),
-                    batches: vec![1],
-                    prepare: config.prepare,
-                    warmup: config.warmup,
-                    duration: config.duration,
-                    min_iterations: config.min_iterations,
-                    input: config.bench_input.clone(),
-                    source: None,
-                    sensing: config.sensing.clone(),
-                    scenario: bench::scenario::Scenario::SingleStream,
-                    load: bench::scenario::Load::default(),
-                    stop: config.stop.clone(),
-                },
-                &mut |_: &Progress| {},
-            );
-            // A bench cut short measured part of a window: not a row to compare with the others.
-            let report = match report {
-                _ if stopped() => break 'matrix,
-                other => other?,
-            };
-            let run = &report.runs[0];
-            if let Some(reason) = &run.power.reason {
-                energy_note.get_or_insert_with(|| reason.clone());
+            if let Some(reason) = no_energy {
+                energy_note.get_or_insert(reason);
             }
-            let model_bytes =
-                std::fs::metadata(&model.onnx_path).map_err(|e| Error::read(&model.onnx_path, e))?.len();
-            rows.push(Row {
-                variant: variant.clone(),
-                backend: report.backend.name.clone(),
-                precision: precision.to_string(),
-                p50_ms: run.stages.end_to_end.p50_ms,
-                p99_ms: run.stages.end_to_end.p99_ms,
-                frames_per_s: run.frames_per_s,
-                energy_mj: run.power.energy_per_inference_mj,
-                peak_rss_bytes: if reset { run.peak_rss_bytes } else { None },
-                model_bytes,
-                accuracy_drop: (1.0 - validation.gate.value).max(0.0),
-                gate_metric: validation.gate.metric,
-                within_budget: validation.gate.within_budget,
-                pareto: false,
-            });
+            rows.push(row);
         }
     }
     let points: Vec<(f64, f64)> = rows.iter().map(|r| (r.p99_ms, r.accuracy_drop)).collect();
@@ -195,6 +130,82 @@ pub fn tune(
         skipped,
         pick,
         energy_note,
-        interrupted: stopped(),
+        interrupted: config.stop.load(Ordering::Relaxed),
     })
+}
+
+/// One cell of the matrix: `model` validated against the base (on the first backend) and
+/// benchmarked, on `backend`. Its row and why energy is missing, if it is; None when a stop cut
+/// the cell short (a part-measured row would not compare with the others).
+fn measure(
+    base: &Model,
+    model: &Model,
+    backend: &str,
+    data: &Dataset,
+    config: &TuneConfig,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Option<(Row, Option<String>)>> {
+    let stopped = || config.stop.load(Ordering::Relaxed);
+    if stopped() {
+        return Ok(None);
+    }
+    let variant = model.source_path().display().to_string();
+    progress(&format!("{variant} on {backend}: validating"));
+    let validation = ValidateConfig {
+        reference_backend: config.backends[0].clone(),
+        candidate_backend: backend.to_string(),
+        backend_options: config.backend_options.clone(),
+        prepare: config.prepare,
+        budget: config.budget,
+        stop: config.stop.clone(),
+    };
+    let validation = match validate::validate(base, model, data, &validation) {
+        Err(Error::Interrupted(_)) => return Ok(None),
+        Ok(v) if v.interrupted => return Ok(None),
+        other => other?,
+    };
+    progress(&format!("{variant} on {backend}: benchmarking"));
+    let reset = memory::reset_peak_rss();
+    let report = bench::run(model, Duration::ZERO, &bench_config(backend, config), &mut |_: &Progress| {});
+    let report = match report {
+        _ if stopped() => return Ok(None),
+        other => other?,
+    };
+    let run = &report.runs[0];
+    let model_bytes = std::fs::metadata(&model.file).map_err(|e| Error::read(&model.file, e))?.len();
+    let row = Row {
+        variant,
+        backend: report.backend.name.clone(),
+        precision: model.precision().to_string(),
+        p50_ms: run.stages.end_to_end.p50_ms,
+        p99_ms: run.stages.end_to_end.p99_ms,
+        frames_per_s: run.frames_per_s,
+        energy_mj: run.power.energy_per_inference_mj,
+        peak_rss_bytes: if reset { run.peak_rss_bytes } else { None },
+        model_bytes,
+        accuracy_drop: (1.0 - validation.gate.value).max(0.0),
+        gate_metric: validation.gate.metric,
+        within_budget: validation.gate.within_budget,
+        pareto: false,
+    };
+    Ok(Some((row, run.power.reason.clone())))
+}
+
+/// A single-stream bench at batch 1, as `bench` would run it with tune's settings.
+fn bench_config(backend: &str, config: &TuneConfig) -> BenchConfig {
+    BenchConfig {
+        backend: backend.to_string(),
+        backend_options: config.backend_options.clone(),
+        batches: vec![1],
+        prepare: config.prepare,
+        warmup: config.warmup,
+        duration: config.duration,
+        min_iterations: config.min_iterations,
+        input: config.bench_input.clone(),
+        source: None,
+        sensing: config.sensing.clone(),
+        scenario: bench::scenario::Scenario::SingleStream,
+        load: bench::scenario::Load::default(),
+        stop: config.stop.clone(),
+    }
 }

@@ -2,11 +2,11 @@
 //! candidate keeps enough of the reference's quality, by one gate metric against a budget.
 
 #[cfg(feature = "tensorrt")]
-pub mod calibration_set;
+pub(crate) mod calibration_set;
 pub mod compare;
-pub mod data;
-pub mod map;
-pub mod miou;
+pub(crate) mod data;
+pub(crate) mod map;
+pub(crate) mod miou;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -15,9 +15,10 @@ use serde::Serialize;
 
 use crate::backend::{self, BackendOptions, PrepareOptions};
 use crate::capture;
+use crate::choice::Choice;
 use crate::model::{Model, Task, TaskSpec};
 use crate::pipeline::{Pipeline, Sample};
-use crate::postprocess::Prediction;
+use crate::postprocess::{Detection, Prediction};
 use crate::{Error, Result};
 use compare::{cosine, AbsDiff};
 use data::{Dataset, Samples};
@@ -126,6 +127,46 @@ pub fn validate(
     data: &Dataset,
     config: &ValidateConfig,
 ) -> Result<ValidateReport> {
+    let task = comparable(reference, candidate, data)?;
+    let mut ref_pipe = open(reference, &config.reference_backend, config)?;
+    let mut cand_pipe = open(candidate, &config.candidate_backend, config)?;
+    // Top-5 needs five classes from the candidate whatever its manifest says.
+    if let TaskSpec::Classification(spec) = &mut cand_pipe.model.manifest.task {
+        spec.top_k = spec.top_k.max(5);
+    }
+    let labelled = data.labelled() && task == Task::Classification;
+    let mut tally = Tally::default();
+    for index in 0..data.len() {
+        if config.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let image;
+        let sample = match &data.items {
+            Samples::Tensors(set) => Sample::Tensor(set.item(index)),
+            Samples::Images(images) => {
+                image = capture::load_image(&images[index].0)?;
+                Sample::Image(&image)
+            }
+        };
+        let label = if labelled { Some(data.label(index, reference)?) } else { None };
+        tally.add(data.name(index), label, infer(&mut ref_pipe, sample)?, infer(&mut cand_pipe, sample)?)?;
+    }
+    if tally.done == 0 {
+        return Err(Error::Interrupted("before the first sample was compared".into()));
+    }
+    let side = |m: &Model, p: &Pipeline| Side {
+        model: m.source_path().display().to_string(),
+        sha256: m.sha256.clone(),
+        precision: m.precision().name().to_string(),
+        backend: p.backend.clone(),
+        accuracy: None,
+    };
+    let sides = (side(reference, &ref_pipe), side(candidate, &cand_pipe));
+    Ok(tally.report(data, &reference.manifest.task, labelled, sides, config.budget))
+}
+
+/// The task both models share, or why they cannot be compared on this data.
+fn comparable(reference: &Model, candidate: &Model, data: &Dataset) -> Result<Task> {
     let task = reference.manifest.task.kind();
     if candidate.manifest.task.kind() != task {
         return Err(Error::Usage(format!(
@@ -139,33 +180,35 @@ pub fn validate(
     if data.is_empty() {
         return Err(Error::input(&data.path, "holds no samples"));
     }
-    let mut ref_pipe = open(reference, &config.reference_backend, config)?;
-    let mut cand_pipe = open(candidate, &config.candidate_backend, config)?;
-    // Top-5 needs five classes from the candidate whatever its manifest says.
-    if let TaskSpec::Classification(spec) = &mut cand_pipe.model.manifest.task {
-        spec.top_k = spec.top_k.max(5);
-    }
+    Ok(task)
+}
 
-    let labelled = data.labelled() && task == Task::Classification;
-    let (mut correct_ref, mut correct_cand, mut agree, mut in_top5) = (0usize, 0usize, 0usize, 0usize);
-    let (mut diff, mut cosines, mut worst) = (AbsDiff::default(), Vec::new(), Vec::new());
-    let (mut ref_boxes, mut cand_boxes) = (Vec::new(), Vec::new());
-    let mut miou = miou::MeanIou::default();
-    let mut done = 0;
-    for index in 0..data.len() {
-        if config.stop.load(Ordering::Relaxed) {
-            break;
-        }
-        let image;
-        let sample = match &data.items {
-            Samples::Tensors(set) => Sample::Tensor(set.item(index)),
-            Samples::Images(images) => {
-                image = capture::load_image(&images[index].0)?;
-                Sample::Image(&image)
-            }
-        };
-        let (ref_raw, ref_pred) = infer(&mut ref_pipe, sample)?;
-        let (cand_raw, cand_pred) = infer(&mut cand_pipe, sample)?;
+/// What the comparison has counted, sample by sample.
+#[derive(Default)]
+struct Tally {
+    done: usize,
+    correct_ref: usize,
+    correct_cand: usize,
+    agree: usize,
+    in_top5: usize,
+    diff: AbsDiff,
+    cosines: Vec<f64>,
+    worst: Vec<WorstInput>,
+    ref_boxes: Vec<Vec<Detection>>,
+    cand_boxes: Vec<Vec<Detection>>,
+    miou: miou::MeanIou,
+}
+
+impl Tally {
+    /// One sample's outputs and predictions from both sides; `label` is Some for a labelled
+    /// classifier's data (and None inside where the sample has no label).
+    fn add(
+        &mut self,
+        input: String,
+        label: Option<Option<usize>>,
+        (ref_raw, ref_pred): (Vec<f32>, Prediction),
+        (cand_raw, cand_pred): (Vec<f32>, Prediction),
+    ) -> Result<()> {
         if ref_raw.len() != cand_raw.len() {
             return Err(Error::Usage(format!(
                 "the models' outputs differ in size ({} and {} values): not the same model",
@@ -173,95 +216,95 @@ pub fn validate(
                 cand_raw.len()
             )));
         }
-        diff.add(&ref_raw, &cand_raw);
+        self.diff.add(&ref_raw, &cand_raw);
         let cos = cosine(&ref_raw, &cand_raw);
-        cosines.push(cos);
+        self.cosines.push(cos);
         let (r, c) = (top_ids(&ref_pred), top_ids(&cand_pred));
         if let (Some(&r1), Some(&c1)) = (r.first(), c.first()) {
-            agree += usize::from(r1 == c1);
-            in_top5 += usize::from(c.iter().take(5).any(|&x| x == r1));
-            if labelled {
-                let label = data.label(index, reference)?;
-                correct_ref += usize::from(label == Some(r1));
-                correct_cand += usize::from(label == Some(c1));
+            self.agree += usize::from(r1 == c1);
+            self.in_top5 += usize::from(c.iter().take(5).any(|&x| x == r1));
+            if let Some(label) = label {
+                self.correct_ref += usize::from(label == Some(r1));
+                self.correct_cand += usize::from(label == Some(c1));
             }
         }
-        worst.push(WorstInput {
-            input: data.name(index),
+        self.worst.push(WorstInput {
+            input,
             cosine: cos,
             reference_top1: r.first().copied(),
             candidate_top1: c.first().copied(),
         });
         match (ref_pred, cand_pred) {
             (Prediction::Boxes(rb), Prediction::Boxes(cb)) => {
-                ref_boxes.push(rb);
-                cand_boxes.push(cb);
+                self.ref_boxes.push(rb);
+                self.cand_boxes.push(cb);
             }
-            (Prediction::Semantic(rm), Prediction::Semantic(cm)) => miou.add(&rm, &cm),
+            (Prediction::Semantic(rm), Prediction::Semantic(cm)) => self.miou.add(&rm, &cm),
             _ => {}
         }
-        done += 1;
+        self.done += 1;
+        Ok(())
     }
-    if done == 0 {
-        return Err(Error::Interrupted("before the first sample was compared".into()));
+
+    /// The figures and the gate's verdict on the samples counted (at least one).
+    fn report(
+        mut self,
+        data: &Dataset,
+        task: &TaskSpec,
+        labelled: bool,
+        (mut reference, mut candidate): (Side, Side),
+        budget: f64,
+    ) -> ValidateReport {
+        let interrupted = self.done < data.len();
+        let n = self.done as f64;
+        self.worst.sort_by(|a, b| a.cosine.total_cmp(&b.cosine));
+        self.worst.truncate(WORST);
+        let classifier = task.kind() == Task::Classification;
+        let accuracy = |correct: usize| labelled.then_some(correct as f64 / n);
+        (reference.accuracy, candidate.accuracy) = (accuracy(self.correct_ref), accuracy(self.correct_cand));
+        let accuracy_drop =
+            reference.accuracy.zip(candidate.accuracy).map(|(r, c)| if r > 0.0 { (r - c) / r } else { 0.0 });
+        let overlap = match task {
+            TaskSpec::Detect(spec) => map::Overlap::of(spec),
+            _ => map::Overlap::Boxes,
+        };
+        let map50 = task.detects().then(|| {
+            map::mean_average_precision(&self.ref_boxes, &self.cand_boxes, 0.5, overlap).unwrap_or(1.0)
+        });
+        let miou = matches!(task, TaskSpec::Semantic(_)).then(|| self.miou.mean().unwrap_or(1.0));
+        let cosine_mean = self.cosines.iter().sum::<f64>() / n;
+        let (metric, value) = match (accuracy_drop, classifier, map50, miou) {
+            (Some(drop), _, _, _) => ("accuracy_kept", 1.0 - drop),
+            (None, true, _, _) => ("top1_agreement", self.agree as f64 / n),
+            (None, false, Some(map), _) => (overlap.metric(), map),
+            (None, false, None, Some(miou)) => ("miou", miou),
+            _ => ("cosine", cosine_mean),
+        };
+        let required = 1.0 - budget;
+        ValidateReport {
+            schema: SCHEMA,
+            data: data.path.display().to_string(),
+            samples: self.done,
+            interrupted,
+            budget,
+            reference,
+            candidate,
+            accuracy_drop,
+            top1_agreement: classifier.then_some(self.agree as f64 / n),
+            reference_top1_in_candidate_top5: classifier.then_some(self.in_top5 as f64 / n),
+            cosine_mean,
+            cosine_min: self.cosines.iter().copied().fold(f64::INFINITY, f64::min),
+            max_abs_diff: self.diff.max,
+            mean_abs_diff: self.diff.mean(),
+            map50,
+            miou,
+            worst_inputs: self.worst,
+            gate: Gate {
+                metric,
+                value,
+                required,
+                within_budget: !interrupted && value.is_finite() && value >= required - 1e-12,
+            },
+        }
     }
-    let interrupted = done < data.len();
-    let n = done as f64;
-    worst.sort_by(|a, b| a.cosine.total_cmp(&b.cosine));
-    worst.truncate(WORST);
-    let classifier = task == Task::Classification;
-    let accuracy = |correct: usize| labelled.then_some(correct as f64 / n);
-    let (acc_ref, acc_cand) = (accuracy(correct_ref), accuracy(correct_cand));
-    let accuracy_drop = acc_ref.zip(acc_cand).map(|(r, c)| if r > 0.0 { (r - c) / r } else { 0.0 });
-    let overlap = match &reference.manifest.task {
-        TaskSpec::Detect(spec) => map::Overlap::of(spec),
-        _ => map::Overlap::Boxes,
-    };
-    let map50 = reference
-        .manifest
-        .task
-        .detects()
-        .then(|| map::mean_average_precision(&ref_boxes, &cand_boxes, 0.5, overlap).unwrap_or(1.0));
-    let miou = matches!(reference.manifest.task, TaskSpec::Semantic(_)).then(|| miou.mean().unwrap_or(1.0));
-    let cosine_mean = cosines.iter().sum::<f64>() / n;
-    let (metric, value) = match (accuracy_drop, classifier, map50, miou) {
-        (Some(drop), _, _, _) => ("accuracy_kept", 1.0 - drop),
-        (None, true, _, _) => ("top1_agreement", agree as f64 / n),
-        (None, false, Some(map), _) => (overlap.metric(), map),
-        (None, false, None, Some(miou)) => ("miou", miou),
-        _ => ("cosine", cosine_mean),
-    };
-    let required = 1.0 - config.budget;
-    let side = |m: &Model, p: &Pipeline, accuracy| Side {
-        model: m.source_path().display().to_string(),
-        sha256: m.sha256.clone(),
-        precision: m.precision().name().to_string(),
-        backend: p.backend.clone(),
-        accuracy,
-    };
-    Ok(ValidateReport {
-        schema: SCHEMA,
-        data: data.path.display().to_string(),
-        samples: done,
-        interrupted,
-        budget: config.budget,
-        reference: side(reference, &ref_pipe, acc_ref),
-        candidate: side(candidate, &cand_pipe, acc_cand),
-        accuracy_drop,
-        top1_agreement: classifier.then_some(agree as f64 / n),
-        reference_top1_in_candidate_top5: classifier.then_some(in_top5 as f64 / n),
-        cosine_mean,
-        cosine_min: cosines.iter().copied().fold(f64::INFINITY, f64::min),
-        max_abs_diff: diff.max,
-        mean_abs_diff: diff.mean(),
-        map50,
-        miou,
-        worst_inputs: worst,
-        gate: Gate {
-            metric,
-            value,
-            required,
-            within_budget: !interrupted && value.is_finite() && value >= required - 1e-12,
-        },
-    })
 }

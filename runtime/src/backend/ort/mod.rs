@@ -115,7 +115,7 @@ impl Backend for OrtBackend {
     fn prepare(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
         let runtime =
             runtime(self.options.library.as_deref()).map_err(|reason| Error::unavailable("ort", reason))?;
-        let path = model.onnx_path.clone();
+        let path = model.file.clone();
         // No check against tract's operator list: ONNX Runtime has its own, and says what it lacks.
         // An edited graph (an input folded in) is read from memory; otherwise the file, so that
         // external weights beside it are found.

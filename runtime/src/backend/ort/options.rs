@@ -3,7 +3,10 @@
 
 use std::path::PathBuf;
 
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+use crate::choice::Choice;
+
+/// The execution provider ONNX Runtime runs the model with (`--ort-provider`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Provider {
     #[default]
     Cpu,
@@ -11,13 +14,21 @@ pub enum Provider {
     Tensorrt,
 }
 
-impl std::fmt::Display for Provider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+impl Choice for Provider {
+    const ALL: &'static [Self] = &[Provider::Cpu, Provider::Cuda, Provider::Tensorrt];
+
+    fn name(self) -> &'static str {
+        match self {
             Provider::Cpu => "cpu",
             Provider::Cuda => "cuda",
             Provider::Tensorrt => "tensorrt",
-        })
+        }
+    }
+}
+
+impl std::fmt::Display for Provider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

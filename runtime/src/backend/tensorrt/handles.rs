@@ -9,6 +9,7 @@ use super::error::TrtError;
 use super::ffi::{self, Api, ErrorBuf};
 use super::library::Libraries;
 use super::version::TrtVersion;
+use crate::choice::Choice;
 use crate::gpu_sync::GpuSync;
 
 pub struct Runtime {

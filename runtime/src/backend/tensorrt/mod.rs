@@ -3,24 +3,24 @@
 //! `.plan` files. TensorRT is reached through edgert's own C API (`shim/edgert_trt.h`), compiled
 //! where TensorRT's headers exist, with libnvinfer and libcudart resolved at run time.
 
-pub mod cache;
-pub mod calibration;
+pub(crate) mod cache;
+pub(crate) mod calibration;
 #[cfg(test)]
 mod calibration_tests;
 mod device;
-pub mod engine_file;
+pub(crate) mod engine_file;
 mod error;
 mod ffi;
 mod handles;
 mod library;
 #[cfg(test)]
 pub(crate) mod mock;
-pub mod options;
+pub(crate) mod options;
 mod session;
 mod staging;
 #[cfg(test)]
 mod tests;
-pub mod version;
+pub(crate) mod version;
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -30,6 +30,7 @@ pub use error::TrtError;
 pub use options::{BuildPrecision, TrtOptions};
 
 use super::{Backend, PrepareOptions, Prepared, Unavailable, Unsupported};
+use crate::choice::Choice;
 use crate::model::Model;
 use crate::precision::Precision;
 use crate::tensor::DataType;
@@ -158,7 +159,7 @@ impl TensorrtBackend {
 
     /// A manifest's engine, whose input must be the one the manifest names.
     fn prepare_engine_for(&self, model: &Model, options: &PrepareOptions) -> Result<Box<dyn Prepared>> {
-        let prepared = self.prepare_engine_file(&model.onnx_path, options)?;
+        let prepared = self.prepare_engine_file(&model.file, options)?;
         let (wanted, found) = (&model.manifest.input.name, &prepared.inputs()[0].name);
         if wanted != found {
             let reason = format!("input '{wanted}' is not in the engine (its input: {found})");
@@ -167,12 +168,14 @@ impl TensorrtBackend {
         Ok(prepared)
     }
 
-    /// Builds a serialized engine from a model: what `prepare` and `edgert build-engine` do.
+    /// A serialized engine built from a model, without where TensorRT placed the layers.
+    #[cfg(test)]
     pub fn build(&self, model: &Model, batch: usize) -> Result<(Vec<u8>, EngineInfo)> {
         self.build_placed(model, batch).map(|built| (built.plan, built.info))
     }
 
-    /// `build`, with where TensorRT placed the layers (`build-engine` and `doctor` say it).
+    /// Builds a serialized engine from a model, with where TensorRT placed the layers: what
+    /// `prepare` and `edgert build-engine` do (`build-engine` and `doctor` say the placements).
     pub fn build_placed(&self, model: &Model, batch: usize) -> Result<Built> {
         model.onnx("building an engine")?;
         let runtime = self.runtime().map_err(|r| self.unavailable(r))?;
@@ -462,7 +465,7 @@ fn build_with(
     options: &TrtOptions,
     mut feeder: Option<Feeder>,
 ) -> Result<(Vec<u8>, Placement)> {
-    let path = &model.onnx_path;
+    let path = &model.file;
     let precision = precision(runtime, model, options);
     let onnx = model.onnx_bytes()?;
     let timing_cache = read_if_present(options.timing_cache.as_deref())?;
@@ -608,7 +611,7 @@ impl Backend for TensorrtBackend {
         let engine = match cached {
             Some(engine) => engine,
             None => {
-                let (model_path, dir) = (model.onnx_path.display(), cache.dir.display());
+                let (model_path, dir) = (model.file.display(), cache.dir.display());
                 eprintln!("edgert: building a TensorRT engine for {model_path} (cached in {dir})");
                 let (plan, _) = build_with(&runtime, model, options.batch, trt, feeder)?;
                 // A build can take minutes: a cache that cannot take it costs the next run a
@@ -621,13 +624,13 @@ impl Backend for TensorrtBackend {
                 }
                 runtime.load(&plan, trt.dla_core).map_err(|reason| {
                     Error::input(
-                        &model.onnx_path,
+                        &model.file,
                         format!("TensorRT cannot load the engine it just built: {reason}"),
                     )
                 })?
             }
         };
-        session::check_io_memory(&engine, &model.onnx_path, options.batch, options.memory)?;
-        session::TrtPrepared::checked(engine, &model.onnx_path)
+        session::check_io_memory(&engine, &model.file, options.batch, options.memory)?;
+        session::TrtPrepared::checked(engine, &model.file)
     }
 }

@@ -3,26 +3,28 @@
 
 use std::path::PathBuf;
 
+use crate::choice::Choice;
 use crate::precision::Precision;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+/// What TensorRT builds in: `--trt-precision` picks the first four; FP8 and typed builds follow
+/// from the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BuildPrecision {
     Fp32,
     Fp16,
-    /// Explicit quantization: the model's Q/DQ nodes.
     Int8,
-    /// FP16 and INT8 kernels both allowed; TensorRT picks the faster per layer.
     Best,
     /// An FP8 Q/DQ model (TensorRT 8.6 to 10: the FP8 flag, with FP16 between its Q/DQ pairs).
-    #[value(skip)]
     Fp8,
     /// TensorRT 11 and later: the types the model has (strongly typed networks, no precision flags).
-    #[value(skip)]
     Typed,
 }
 
-impl BuildPrecision {
-    pub fn name(self) -> &'static str {
+impl Choice for BuildPrecision {
+    const ALL: &'static [Self] =
+        &[BuildPrecision::Fp32, BuildPrecision::Fp16, BuildPrecision::Int8, BuildPrecision::Best];
+
+    fn name(self) -> &'static str {
         match self {
             BuildPrecision::Fp32 => "fp32",
             BuildPrecision::Fp16 => "fp16",
@@ -33,6 +35,18 @@ impl BuildPrecision {
         }
     }
 
+    fn help(self) -> Option<&'static str> {
+        match self {
+            BuildPrecision::Int8 => Some("Explicit quantization: the model's Q/DQ nodes"),
+            BuildPrecision::Best => {
+                Some("FP16 and INT8 kernels both allowed; TensorRT picks the faster per layer")
+            }
+            _ => None,
+        }
+    }
+}
+
+impl BuildPrecision {
     /// What a model's own weights ask for (`inspect::precision`): Q/DQ models build in INT8.
     pub fn for_weights(weights: Precision) -> BuildPrecision {
         match weights {

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::{cache, ffi, mock, BuildPrecision, Loaded, TensorrtBackend, TrtOptions};
 use crate::backend::{cpu::CpuBackend, Backend, DeviceBatch, PrepareOptions, Unsupported};
+use crate::choice::Choice;
 use crate::limits::MemoryLimit;
 use crate::model::{BareModelOptions, Model};
 use crate::tensor::{DataType, HostTensor};
@@ -311,7 +312,7 @@ fn digits_build() -> ffi::BuildOptions {
 /// the shim's refusal, in its words.
 fn raw_build(model: &Model, fp16: bool, int8: bool, dla_core: i32) -> Result<Vec<u8>, String> {
     let runtime = orin_runtime();
-    let onnx = std::fs::read(&model.onnx_path).unwrap();
+    let onnx = std::fs::read(&model.file).unwrap();
     let options = ffi::BuildOptions { fp16: fp16 as i32, int8: int8 as i32, dla_core, ..digits_build() };
     match runtime.build(&onnx, &options) {
         Ok((plan, _, _)) => Ok(plan),

@@ -19,7 +19,7 @@ mod finish;
 mod fold;
 mod im2col;
 mod maxpool;
-pub mod pin;
+pub(crate) mod pin;
 mod planes;
 mod pointwise;
 mod pointwise_narrow;

@@ -4,7 +4,7 @@
 
 pub mod arrivals;
 pub mod peak;
-pub mod scheduler;
-pub mod tail;
+pub(crate) mod scheduler;
+pub(crate) mod tail;
 
 pub use scheduler::{serve, Batching, Query, Served, StageTimes, Worker};

@@ -3,7 +3,7 @@
 //! (`bench::load`) over inference workers, and time each query from its scheduled arrival.
 
 mod summary;
-pub mod text;
+pub(crate) mod text;
 mod worker;
 
 use std::path::PathBuf;
@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use super::load::{arrivals, peak, serve, Batching, Query};
 use super::report::{BackendInfo, BatchRun, PeakReport};
-pub use super::report::{BatchCount, Kind, ScenarioRun};
+pub use super::report::{Kind, ScenarioRun};
 use super::{power::PowerProbe, window::Window, BenchConfig, Progress};
 use crate::metrics::stats::ms;
 use crate::metrics::telemetry::Telemetry;

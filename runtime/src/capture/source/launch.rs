@@ -1,7 +1,12 @@
 //! The GStreamer pipeline each GStreamer URI opens, as `gst-launch-1.0` text. Built without
 //! GStreamer, so every form (CSI included) is tested on any machine; `gst.rs` runs it.
 
+// Without GStreamer only the tests build these pipelines (and the CLI names `RtspTransport`).
+#![cfg_attr(not(feature = "gstreamer"), allow(dead_code))]
+
 use std::path::Path;
+
+use crate::choice::Choice;
 
 /// The appsink edgert pulls frames from: every pipeline ends in one of this name.
 pub const SINK: &str = "edgert";
@@ -10,13 +15,31 @@ pub const SINK: &str = "edgert";
 pub const SINK_FORMATS: &str = "{ NV12, RGB, BGR, GRAY8, YUY2 }";
 
 /// How `rtspsrc` carries the stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RtspTransport {
-    /// UDP first, TCP where UDP gets nothing (rtspsrc's own default).
     #[default]
     Auto,
     Tcp,
     Udp,
+}
+
+impl Choice for RtspTransport {
+    const ALL: &'static [Self] = &[RtspTransport::Auto, RtspTransport::Tcp, RtspTransport::Udp];
+
+    fn name(self) -> &'static str {
+        match self {
+            RtspTransport::Auto => "auto",
+            RtspTransport::Tcp => "tcp",
+            RtspTransport::Udp => "udp",
+        }
+    }
+
+    fn help(self) -> Option<&'static str> {
+        match self {
+            RtspTransport::Auto => Some("UDP first, TCP where UDP gets nothing (rtspsrc's own default)"),
+            _ => None,
+        }
+    }
 }
 
 impl RtspTransport {

@@ -3,16 +3,16 @@
 //! made by `edgert capture`, `v4l2:` streams from a camera; with the `gstreamer` feature, `csi://`,
 //! `rtsp://`, `gst:` and video files run a GStreamer pipeline.
 
-pub mod camera_format;
-pub mod error;
-pub mod file;
+pub(crate) mod camera_format;
+pub(crate) mod error;
+pub(crate) mod file;
 #[cfg(feature = "gstreamer")]
-pub mod gst;
-pub mod launch;
-pub mod recording;
-pub mod synthetic;
-pub mod uri;
-pub mod v4l2;
+pub(crate) mod gst;
+pub(crate) mod launch;
+pub(crate) mod recording;
+pub(crate) mod synthetic;
+pub(crate) mod uri;
+pub(crate) mod v4l2;
 
 use std::path::Path;
 use std::time::{Duration, Instant};

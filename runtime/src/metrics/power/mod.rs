@@ -3,9 +3,9 @@
 //! RAPL energy counters, and last `tegrastats` when sysfs cannot be read. Every reader takes a root
 //! folder, so fixture trees stand in for boards in tests.
 
-pub mod energy;
-pub mod ina3221;
-pub mod rapl;
+pub(crate) mod energy;
+pub(crate) mod ina3221;
+pub(crate) mod rapl;
 pub mod sampler;
 
 use std::path::{Path, PathBuf};

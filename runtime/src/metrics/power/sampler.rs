@@ -2,7 +2,7 @@
 
 use std::time::{Duration, Instant};
 
-use super::{OpenSensors, PowerSensors};
+use super::PowerSensors;
 use crate::metrics::error::SensorError;
 use crate::metrics::periodic::Periodic;
 
@@ -12,16 +12,6 @@ pub struct PowerSample {
     pub t: f64,
     pub rails: Vec<Option<f64>>,
     pub total: Option<f64>,
-}
-
-pub trait PowerReader: Send {
-    fn read(&mut self) -> (Vec<Option<f64>>, Option<f64>);
-}
-
-impl PowerReader for OpenSensors {
-    fn read(&mut self) -> (Vec<Option<f64>>, Option<f64>) {
-        OpenSensors::read(self)
-    }
 }
 
 type Reading = (Vec<Option<f64>>, Option<f64>);
@@ -67,7 +57,7 @@ mod tests {
     /// A sensor whose power is a function of the fake time.
     struct FakeSensor<F: Fn(f64) -> f64 + Send>(FakeClock, F);
 
-    impl<F: Fn(f64) -> f64 + Send> PowerReader for FakeSensor<F> {
+    impl<F: Fn(f64) -> f64 + Send> FakeSensor<F> {
         fn read(&mut self) -> (Vec<Option<f64>>, Option<f64>) {
             let watts = (self.1)(self.0.now());
             (vec![Some(watts)], Some(watts))

@@ -3,7 +3,7 @@
 //! zones nor a GPU but `tegrastats` is on the PATH, its lines fill in what sysfs leaves empty:
 //! temperatures, memory, GPU load and clock, per-core CPU loads and clocks, the EMC clock.
 
-pub mod run;
+pub(crate) mod run;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -43,7 +43,7 @@ fn the_gpu_pass_matches_the_reference_in_f32_and_f16() {
             let format = PixelFormat::ALL[format];
             let (w, h) = (half_w * 2, half_h * 2);
             let stride = format.min_stride(w) + padding;
-            let data = crate::capture::synthetic::noise(format.frame_bytes(stride, h), seed);
+            let data = crate::capture::pattern::noise(format.frame_bytes(stride, h), seed);
             let frame = Frame::new(format, w, h, stride, &data).unwrap();
             let want = reference::preprocess(&frame, &spec, out_w, out_h, layout).unwrap();
             let plan = FusedPreprocess::new(&spec, out_w, out_h, layout, w, h).unwrap();

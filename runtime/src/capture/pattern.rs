@@ -1,4 +1,5 @@
-//! Synthetic inputs for benchmarks that need no files: deterministic, so runs compare.
+//! Test patterns for what needs input but no files (`bench --synthetic`, checks, tests):
+//! deterministic, so runs compare. The `synthetic:` frame source is `source/synthetic.rs`.
 
 use image::{DynamicImage, Rgb, RgbImage};
 

@@ -5,6 +5,7 @@ use std::path::Path;
 
 use super::report::{cpu_list, BatchRun, BenchReport};
 use super::scenario::{self, text::run_title, Kind};
+use crate::choice::Choice;
 use crate::metrics::stats::LatencyStats;
 use crate::metrics::telemetry::run::RunTelemetry;
 use crate::{Error, Result};

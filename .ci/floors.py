@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Fails when edgert's modules import each other in a circle (docs/architecture.md, floors).
+"""Fails when edgert's modules import each other in a circle, or clap is used below the command
+line (docs/architecture.md, floors).
 
 Every `crate::…` and `super::…` path in non-test code of runtime/src is an edge from its file's
 module to the module it names; test files and `mod tests` blocks are left out (tests may import
 from any floor). Two checks: no two files' modules import each other, and the graph of top-level
-modules (`backend`, `capture`, `preprocess`, …) has no cycle.
+modules (`backend`, `capture`, `preprocess`, …) has no cycle. And no file outside cli/ names
+clap: the library's closed sets of values implement `Choice`, which cli/choices.rs makes clap values.
 """
 import collections
 import glob
@@ -49,10 +51,16 @@ def main():
                 elif nxt not in seen:
                     seen.add(nxt)
                     stack.append((nxt, path + [nxt]))
+    clap = sorted(f for f in files
+                  if not f.startswith("cli/") and f != "main.rs"
+                  and re.search(r"\bclap\b", re.sub(r"//.*", "", open(f).read())))
     if found:
         print("module cycles:\n  " + "\n  ".join(sorted(set(found))))
+    if clap:
+        print("clap outside cli/ (make the type a `Choice`, see cli/choices.rs):\n  " + "\n  ".join(clap))
+    if found or clap:
         return 1
-    print(f"module cycles: none ({len(files)} files, {len(edges)} imports between modules)")
+    print(f"module cycles: none ({len(files)} files, {len(edges)} imports between modules); clap only in cli/")
     return 0
 
 
