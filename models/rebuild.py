@@ -368,9 +368,9 @@ def photo_batch(size, centre_crop=False, letterbox=False, names=("chelsea.png", 
 def preprocess_photo(manifest, path):
     """One photo as a 3×H×W tensor by a manifest's recipe (centre-crop or letterbox)."""
     pre, size = manifest["preprocess"], manifest["input"]["shape"][2]
-    here = os.path.dirname(os.path.abspath(path))
+    here, name = os.path.split(os.path.abspath(path))
     batch = photo_batch(size, centre_crop=pre.get("resize") == "center-crop",
-                        letterbox=pre.get("resize") == "letterbox", names=[path], folder=here)
+                        letterbox=pre.get("resize") == "letterbox", names=[name], folder=here)
     return batch[0]
 
 

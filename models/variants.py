@@ -83,12 +83,12 @@ def calibration(manifest_path, data, limit=200):
     return np.stack([preprocess_photo(manifest, f) for f in files[:limit]])
 
 
-def quantize_int8(src, dst, samples, fmt="qdq"):
+def quantize_int8(src, dst, samples, input_name, fmt="qdq"):
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
 
     class Reader(CalibrationDataReader):
         def __init__(self):
-            self.items = iter([{"input": x[None]} for x in samples])
+            self.items = iter([{input_name: x[None]} for x in samples])
 
         def get_next(self):
             return next(self.items, None)
@@ -160,7 +160,7 @@ def main():
         if not args.calib:
             sys.exit("variants.py: int8 needs --calib")
         samples = calibration(args.manifest, args.calib)
-        quantize_int8(src, args.out, samples, args.format)
+        quantize_int8(src, args.out, samples, manifest["input"].get("name", "input"), args.format)
         form = "QOperator" if args.format == "qoperator" else "QDQ"
         description = f"INT8 {form}, calibrated on {len(samples)} samples of {os.path.basename(args.calib)}"
     else:

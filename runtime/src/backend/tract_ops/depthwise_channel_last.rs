@@ -15,6 +15,12 @@ const BLOCK: usize = 16;
 /// for all of them.
 const PIXELS: usize = 4;
 
+/// AVX2's 16 registers do not hold `PIXELS` blocks of accumulators with a clip's bounds: the
+/// compiler then spills them and falls back to 4-lane vectors, several times slower than two
+/// pixels at a time (benches/RESULTS.md, MobileNetV2 on an AVX2 machine).
+#[cfg(target_arch = "x86_64")]
+const AVX2_PIXELS: usize = 2;
+
 /// A channel-last depthwise convolution's constants.
 pub struct ChannelLast<'a> {
     pub geometry: &'a PlaneGeometry,
@@ -61,33 +67,40 @@ impl ChannelLast<'_> {
         }
         // aarch64's NEON has a fused multiply-add in its baseline; x86_64's SSE2 has none, where
         // `mul_add` would be a library call.
-        self.row_clipped::<{ cfg!(target_arch = "aarch64") }>(image, y, taps, out)
+        self.row_clipped::<{ cfg!(target_arch = "aarch64") }, PIXELS>(image, y, taps, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,fma")]
     fn row_avx512(&self, image: &[f32], y: usize, taps: &mut Vec<Tap>, out: &mut [f32]) {
-        self.row_clipped::<true>(image, y, taps, out)
+        self.row_clipped::<true, PIXELS>(image, y, taps, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     fn row_avx2_fma(&self, image: &[f32], y: usize, taps: &mut Vec<Tap>, out: &mut [f32]) {
-        self.row_clipped::<true>(image, y, taps, out)
+        self.row_clipped::<true, AVX2_PIXELS>(image, y, taps, out)
     }
 
     /// `row_with`, clipping each value read where there is a clip before.
     #[inline(always)]
-    fn row_clipped<const FMA: bool>(&self, image: &[f32], y: usize, taps: &mut Vec<Tap>, out: &mut [f32]) {
+    fn row_clipped<const FMA: bool, const P: usize>(
+        &self,
+        image: &[f32],
+        y: usize,
+        taps: &mut Vec<Tap>,
+        out: &mut [f32],
+    ) {
         match self.input_clip != clip::NONE {
-            true => self.row_with::<FMA, true>(image, y, taps, out),
-            false => self.row_with::<FMA, false>(image, y, taps, out),
+            true => self.row_with::<FMA, true, P>(image, y, taps, out),
+            false => self.row_with::<FMA, false, P>(image, y, taps, out),
         }
     }
 
-    /// With `CLIP`, each value read is clipped to `input_clip` (without, a NaN stays a NaN).
+    /// With `CLIP`, each value read is clipped to `input_clip` (without, a NaN stays a NaN); `P`
+    /// interior pixels at a time.
     #[inline(always)]
-    fn row_with<const FMA: bool, const CLIP: bool>(
+    fn row_with<const FMA: bool, const CLIP: bool, const P: usize>(
         &self,
         image: &[f32],
         y: usize,
@@ -121,10 +134,10 @@ impl ChannelLast<'_> {
         let pixels = out.len() / c;
         let mut x = 0;
         while x < pixels {
-            if x + PIXELS <= pixels && interior(x) && interior(x + PIXELS - 1) {
+            if x + P <= pixels && interior(x) && interior(x + P - 1) {
                 let bases = std::array::from_fn(|j| ((x + j) * sx - left) * c);
-                self.channels_of::<FMA, CLIP, PIXELS>(image, &taps[..interior_taps], bases, x, out);
-                x += PIXELS;
+                self.channels_of::<FMA, CLIP, P>(image, &taps[..interior_taps], bases, x, out);
+                x += P;
                 continue;
             }
             // A pixel whose taps reach into the padding reads only those inside.
@@ -247,10 +260,8 @@ mod tests {
             type Build = fn(&ChannelLast, &[f32], usize, &mut Vec<Tap>, &mut [f32]);
             #[allow(unused_mut)] // x86_64 adds its builds below.
             let mut builds: Vec<(&str, Build)> = vec![
-                ("portable", |op, i, y, t, o| op.row_clipped::<false>(i, y, t, o)),
-                ("fused multiply-add", |op, i, y, t, o| {
-                    op.row_clipped::<true>(i, y, t, o)
-                }),
+                ("portable", |op, i, y, t, o| op.row_clipped::<false, PIXELS>(i, y, t, o)),
+                ("fused multiply-add", |op, i, y, t, o| op.row_clipped::<true, PIXELS>(i, y, t, o)),
             ];
             #[cfg(target_arch = "x86_64")]
             {

@@ -11,6 +11,11 @@ const BLOCK: usize = 16;
 /// Positions computed together: eight blocks of accumulators, which stay in registers.
 const POSITIONS: usize = 8;
 
+/// AVX2 has half of AVX-512's registers, and half as wide: eight blocks of accumulators are
+/// sixteen of its sixteen, and spilled (as `depthwise_channel_last`'s AVX2 pixels).
+#[cfg(target_arch = "x86_64")]
+const AVX2_POSITIONS: usize = 4;
+
 /// The most output channels this kernel takes: past it gemm's kernels fill up (benches/RESULTS.md).
 pub const MAX_CHANNELS: usize = 16;
 
@@ -48,28 +53,28 @@ impl Narrow<'_> {
         }
         // aarch64's NEON has a fused multiply-add in its baseline; x86_64's SSE2 has none, where
         // `mul_add` would be a library call.
-        self.run_with::<{ cfg!(target_arch = "aarch64") }>(data, out)
+        self.run_with::<{ cfg!(target_arch = "aarch64") }, POSITIONS>(data, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx512f,fma")]
     fn run_avx512(&self, data: &[f32], out: &mut [f32]) {
-        self.run_with::<true>(data, out)
+        self.run_with::<true, POSITIONS>(data, out)
     }
 
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     fn run_avx2_fma(&self, data: &[f32], out: &mut [f32]) {
-        self.run_with::<true>(data, out)
+        self.run_with::<true, AVX2_POSITIONS>(data, out)
     }
 
     #[inline(always)]
-    fn run_with<const FMA: bool>(&self, data: &[f32], out: &mut [f32]) {
+    fn run_with<const FMA: bool, const N: usize>(&self, data: &[f32], out: &mut [f32]) {
         let positions = out.len() / self.out_channels();
         let mut p = 0;
-        while p + POSITIONS <= positions {
-            self.channels_of::<FMA, POSITIONS>(data, p, out);
-            p += POSITIONS;
+        while p + N <= positions {
+            self.channels_of::<FMA, N>(data, p, out);
+            p += N;
         }
         while p < positions {
             self.channels_of::<FMA, 1>(data, p, out);
@@ -153,8 +158,8 @@ mod tests {
             #[allow(unused_mut)] // x86_64 adds its builds below.
             let mut builds: Vec<(&str, Build)> = vec![
                 ("picked", |op, d, o| op.run(d, o)),
-                ("portable", |op, d, o| op.run_with::<false>(d, o)),
-                ("fused multiply-add", |op, d, o| op.run_with::<true>(d, o)),
+                ("portable", |op, d, o| op.run_with::<false, POSITIONS>(d, o)),
+                ("fused multiply-add", |op, d, o| op.run_with::<true, POSITIONS>(d, o)),
             ];
             #[cfg(target_arch = "x86_64")]
             {
