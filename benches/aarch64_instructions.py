@@ -96,8 +96,11 @@ def count(args, prefix, plugin, model, backend, folder, out):
            "--threads", str(args.threads)]
     if backend == "ort":
         cmd += ["--ort-lib", args.ort_lib]
-    done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                          timeout=args.timeout_s)
+    try:
+        done = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                              timeout=args.timeout_s)
+    except subprocess.TimeoutExpired:
+        sys.exit(f"aarch64_instructions: {backend} on {model} ran past --timeout-s {args.timeout_s:g}")
     if done.returncode != 0:
         tail = done.stderr.strip().splitlines()[-3:]
         sys.exit(f"aarch64_instructions: {backend} on {model} exited {done.returncode}: {' | '.join(tail)}")

@@ -1,6 +1,6 @@
 /* A qemu TCG plugin that counts the guest instructions a process executes and writes the total
  * to a file at exit: `qemu-aarch64 -plugin ./qemu_insn_count.so,out=FILE ...`. Used by
- * benches/aarch64_instructions.sh to compare kernels without an aarch64 board.
+ * benches/aarch64_instructions.py to compare kernels without an aarch64 board.
  *
  * Each translated block adds its instruction count when it starts executing (an atomic add, as
  * qemu-user runs each guest thread on a host thread of its own); a block left early by a fault or

@@ -8,7 +8,8 @@ use super::clip;
 use super::planes::PlaneGeometry;
 
 /// Channels summed together: one AVX-512 vector, two AVX2 or four NEON. A pixel's channels go
-/// by 16, then one by one; with `PIXELS`, four blocks of accumulators, which stay in registers.
+/// by 16, then one by one; with `PIXELS`, four blocks of accumulators, which stay in AVX-512's
+/// and NEON's 32 registers (AVX2 has `AVX2_PIXELS`).
 const BLOCK: usize = 16;
 
 /// Output pixels of a row computed together, in the interior: each tap's weights are read once

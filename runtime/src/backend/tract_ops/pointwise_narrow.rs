@@ -8,7 +8,8 @@
 /// by one.
 const BLOCK: usize = 16;
 
-/// Positions computed together: eight blocks of accumulators, which stay in registers.
+/// Positions computed together: eight blocks of accumulators, which stay in AVX-512's and NEON's
+/// 32 registers (AVX2 has `AVX2_POSITIONS`).
 const POSITIONS: usize = 8;
 
 /// AVX2 has half of AVX-512's registers, and half as wide: eight blocks of accumulators are
