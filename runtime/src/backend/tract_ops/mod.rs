@@ -3,13 +3,15 @@
 //! product each), dense convolutions with a shallow product (a network's first) and the
 //! QuantizeLinear → DequantizeLinear pairs of INT8 QDQ models, each with the ReLU, ReLU6 or SiLU
 //! next to it folded in; max pooling (YOLO's downsampling); and softmaxes over an inner axis (YOLOv8's
-//! box decoding).
+//! box decoding). Products tract's declutter split over a concatenation are joined again
+//! (`concat_product`).
 //! `rewrite` swaps them into a decluttered model before tract optimizes it, moving the channels
 //! last around the depthwise and 1×1 convolutions on the way (`channel_order`); anything they do
 //! not cover stays tract's.
 
 mod channel_order;
 mod clip;
+mod concat_product;
 mod conv;
 mod depthwise;
 mod depthwise_channel_last;
@@ -33,6 +35,7 @@ pub mod threads;
 
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::model::Rewriter;
+use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::cnn::{Conv, MaxPool};
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
@@ -47,6 +50,10 @@ pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
         .with_rule_for::<Softmax>("edgert-softmax", softmax::rule)
         .rewrite(&(), model)?;
     channel_order::channels_last(model)?;
+    // After `channels_last`, whose declutter would split them again.
+    Rewriter::<()>::default()
+        .with_rule_for::<TypedBinOp>("edgert-concat-product", concat_product::rule)
+        .rewrite(&(), model)?;
     Rewriter::<()>::default()
         .with_rule_for::<EinSum>("edgert-pointwise", pointwise::rule)
         .with_rule_for::<ElementWiseOp>("edgert-fake-quantize", fake_quantize::rule)

@@ -2,6 +2,7 @@
 //! built here and decluttered as the `cpu` backend does.
 
 use tract_onnx::prelude::*;
+use tract_onnx::tract_core::ops::array::TypedConcat;
 use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat, PaddingSpec, PoolSpec};
 use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::ops::math;
@@ -361,4 +362,71 @@ fn an_8bit_activation_after_a_convolution_is_one_table_folded_into_it() {
     model.select_output_outlets(&outputs).unwrap();
     let ours = rewritten_agrees(&model, &[1, 16, 20, 24], SCALE);
     assert_eq!(count(&ours, "EdgertQuantizeTable"), 1, "{:?}", op_names(&ours));
+}
+
+/// x → a 1×1 convolution (`cin` → 6) and a ReLU6 of x, the three concatenated along the
+/// channels, a 1×1 convolution over that (→ 10, with a bias) and a SiLU: a YOLOv8 C2f block's
+/// end, which tract's declutter splits into one product per concatenated input.
+fn convolution_over_a_concat(format: DataFormat, input: &[usize]) -> TypedModel {
+    let shape = format.shape(input).unwrap();
+    let (cin, axis) = (*shape.c(), shape.c_axis());
+    let mut model = conv_1x1(format, input, KernelFormat::OIHW, 6, false);
+    let x = model.input_outlets().unwrap()[0];
+    let branch = model.output_outlets().unwrap()[0];
+    let clipped = add_clip(&mut model, x, input.len(), &RELU6, "relu6");
+    let concat = TypedConcat { axis };
+    let joined = model.wire_node("concat", concat, &[x, branch, clipped]).unwrap()[0];
+    let (joined_c, cout) = (2 * cin + 6, 10);
+    let kernel = Tensor::from_shape(&[cout, joined_c, 1, 1], &values(joined_c * cout, 11)).unwrap();
+    let kernel = model.add_const("kernel2", kernel).unwrap();
+    let bias = model.add_const("bias2", Tensor::from_shape(&[cout], &values(cout, 13)).unwrap()).unwrap();
+    let conv = Conv {
+        pool_spec: PoolSpec {
+            data_format: format,
+            kernel_shape: tvec!(1, 1),
+            padding: PaddingSpec::Valid,
+            dilations: None,
+            strides: None,
+            input_channels: joined_c,
+            output_channels: cout,
+        },
+        kernel_fmt: KernelFormat::OIHW,
+        group: 1,
+        q_params: None,
+    };
+    let out = model.wire_node("conv2", conv, &[joined, kernel, bias]).unwrap()[0];
+    model.select_output_outlets(&[out]).unwrap();
+    then_silu(model, 0)
+}
+
+/// The products tract split apart over a concatenation are one 1×1 convolution again, with its
+/// bias and SiLU, in either layout and on one thread or two.
+#[test]
+fn a_convolution_over_a_concatenation_is_one_product_with_tracts_results() {
+    for (format, input) in [(DataFormat::NCHW, [1, 8, 12, 10]), (DataFormat::NHWC, [1, 12, 10, 8])] {
+        let model = convolution_over_a_concat(format, &input);
+        // What tract's declutter made of it: one product per concatenated input, added up.
+        assert_eq!(count(&model, "EinSum"), 4, "{format:?}: {:?}", op_names(&model));
+        for threads in [1, 2] {
+            let ours = on_threads(threads, || rewritten_agrees(&model, &input, 1e-5));
+            let names = op_names(&ours);
+            assert_eq!(count(&ours, "EdgertPointwiseConv"), 2, "{format:?}, {threads} threads: {names:?}");
+            assert_eq!(count(&ours, "Add"), 0, "{format:?}, {threads} threads: {names:?}");
+            assert_eq!(count(&ours, "Silu"), 0, "{format:?}, {threads} threads: {names:?}");
+        }
+    }
+}
+
+/// Products summed where one of them is read elsewhere too stay as tract made them.
+#[test]
+fn products_over_a_concatenation_stay_apart_where_one_is_read_elsewhere() {
+    let input = [1, 8, 12, 10];
+    let mut model = convolution_over_a_concat(DataFormat::NCHW, &input);
+    let product =
+        model.nodes().iter().find(|n| n.op_is::<EinSum>() && n.name.contains("concat-einsum")).unwrap().id;
+    let mut outputs = model.output_outlets().unwrap().to_vec();
+    outputs.push(product.into());
+    model.select_output_outlets(&outputs).unwrap();
+    let ours = rewritten_agrees(&model, &input, 1e-5);
+    assert!(count(&ours, "Add") >= 1, "{:?}", op_names(&ours));
 }
