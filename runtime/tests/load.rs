@@ -234,12 +234,13 @@ fn find_peak_finds_the_rate_where_the_tail_meets_the_bound() {
         latencies.sort_by(f64::total_cmp);
         latencies[(latencies.len() as f64 * 0.9).ceil() as usize - 1]
     };
-    // The true peak, by bisection on the recursion (the tail grows with the rate at a fixed seed).
-    let bisect = |meets: &dyn Fn(f64) -> bool| {
-        let (mut lo, mut hi) = (1.0, 1.0 / service_s);
+    // The peak with a worker serving each query in `service` seconds, by bisection on the
+    // recursion (the tail grows with the rate at a fixed seed).
+    let peak_for = |service: f64| {
+        let (mut lo, mut hi) = (1.0, 1.0 / service);
         for _ in 0..60 {
             let mid = (lo + hi) / 2.0;
-            if meets(mid) {
+            if p90(lindley(&secs(&arrivals::poisson(mid, count, seed)), |_| service)) <= bound_s {
                 lo = mid;
             } else {
                 hi = mid;
@@ -247,8 +248,7 @@ fn find_peak_finds_the_rate_where_the_tail_meets_the_bound() {
         }
         lo
     };
-    let truth =
-        bisect(&|qps| p90(lindley(&secs(&arrivals::poisson(qps, count, seed)), |_| service_s)) <= bound_s);
+    let truth = peak_for(service_s);
     let stop = AtomicBool::new(false);
     let search = peak::Search { start_qps: 100.0, precision, max_steps: 24, min_qps: 1.0 };
     let mut served = vec![];
@@ -273,8 +273,7 @@ fn find_peak_finds_the_rate_where_the_tail_meets_the_bound() {
     // reach. Wake-ups add a little to every measured wait too, so the measured peak may sit a
     // little lower still.
     let measured_s = mean(&served);
-    let reachable =
-        bisect(&|qps| p90(lindley(&secs(&arrivals::poisson(qps, count, seed)), |_| measured_s)) <= bound_s);
+    let reachable = peak_for(measured_s);
     assert!(
         qps <= truth * (1.0 + precision) && qps >= reachable * (1.0 - precision) * 0.95,
         "found {qps}, truth {truth}, reachable with the measured {:.3} ms of service {reachable}",

@@ -164,14 +164,7 @@ fn parts(
     node: &TypedNode,
     einsum: &EinSum,
 ) -> TractResult<Option<(usize, usize, usize)>> {
-    rule_if!(einsum.q_params.is_none() && einsum.operating_dt == f32::datum_type() && node.inputs.len() == 2);
-    let facts = model.node_input_facts(node.id)?;
-    rule_if!(facts.iter().all(|f| f.datum_type == f32::datum_type()));
-    let data = match (&facts[0].konst, &facts[1].konst) {
-        (None, Some(_)) => 0,
-        (Some(_), None) => 1,
-        _ => return Ok(None),
-    };
+    rule_if_some!((data, _) = super::pointwise::data_and_weights(model, node, einsum)?);
     let summed: Vec<_> = einsum
         .axes
         .iter_all_axes()

@@ -687,18 +687,28 @@ fn einsum_parts<'a>(
     node: &TypedNode,
     einsum: &EinSum,
 ) -> TractResult<Option<(usize, &'a Arc<Tensor>, Layout)>> {
+    rule_if_some!((data, weights) = data_and_weights(model, node, einsum)?);
+    rule_if!(weights.rank() == 2);
+    rule_if_some!(input_shape = model.outlet_fact(node.inputs[data])?.shape.as_concrete());
+    rule_if_some!(output_shape = model.outlet_fact(node.id.into())?.shape.as_concrete());
+    Ok(layout(einsum, data, input_shape, output_shape).map(|layout| (data, weights, layout)))
+}
+
+/// Which input of an f32 EinSum of two inputs is the data, and the other's constant weights;
+/// None for a quantized product or one with both or neither input constant.
+pub fn data_and_weights<'a>(
+    model: &'a TypedModel,
+    node: &TypedNode,
+    einsum: &EinSum,
+) -> TractResult<Option<(usize, &'a Arc<Tensor>)>> {
     rule_if!(einsum.q_params.is_none() && einsum.operating_dt == f32::datum_type() && node.inputs.len() == 2);
     let facts = model.node_input_facts(node.id)?;
     rule_if!(facts.iter().all(|f| f.datum_type == f32::datum_type()));
-    let (data, weights) = match (&facts[0].konst, &facts[1].konst) {
-        (None, Some(w)) => (0, w),
-        (Some(w), None) => (1, w),
-        _ => return Ok(None),
-    };
-    rule_if!(weights.rank() == 2);
-    rule_if_some!(input_shape = facts[data].shape.as_concrete());
-    rule_if_some!(output_shape = model.outlet_fact(node.id.into())?.shape.as_concrete());
-    Ok(layout(einsum, data, input_shape, output_shape).map(|layout| (data, weights, layout)))
+    Ok(match (&facts[0].konst, &facts[1].konst) {
+        (None, Some(w)) => Some((0, w)),
+        (Some(w), None) => Some((1, w)),
+        _ => None,
+    })
 }
 
 /// The move that puts the channels of a 1×1 convolution's output last, where its data's are
