@@ -88,7 +88,8 @@ impl CpuBackend {
         contained(
             || {
                 if edgert_kernels {
-                    tract_ops::rewrite(typed).map_err(|e| invalid("edgert operators", e))?;
+                    tract_ops::rewrite(typed, tract_ops::has_dot_product())
+                        .map_err(|e| invalid("edgert operators", e))?;
                 }
                 typed.optimize().map_err(|e| invalid("optimization", e))
             },

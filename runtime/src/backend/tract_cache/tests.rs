@@ -21,7 +21,7 @@ fn analysed_at_batch(model: &Model, batch: usize) -> TypedModel {
 /// `model` as the `cpu` backend runs it: edgert's operators swapped in, then optimized.
 fn optimized(model: &TypedModel) -> TypedModel {
     let mut model = model.clone();
-    tract_ops::rewrite(&mut model).unwrap();
+    tract_ops::rewrite(&mut model, tract_ops::has_dot_product()).unwrap();
     model.into_optimized().unwrap()
 }
 

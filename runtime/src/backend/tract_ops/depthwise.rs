@@ -15,6 +15,7 @@ use super::clip;
 use super::depthwise_channel_last::ChannelLast;
 use super::depthwise_kernel::Filter;
 use super::fake_quantize::FakeQuantize;
+use super::int8_product::Grid;
 use super::planes::{bias_per_channel, conv_parts, new_planes, transpose, ConvParts, PlaneGeometry};
 use super::threads;
 
@@ -169,6 +170,11 @@ impl DepthwiseConv {
         for quantize in &self.quantize {
             quantize.apply(values);
         }
+    }
+
+    /// The grid its outputs lie on: that of the fake-quantize step it ends with, if any.
+    pub fn output_grid(&self) -> Option<Grid> {
+        self.quantize.last()?.grid()
     }
 
     /// This convolution with `quantize` as its last step.

@@ -10,6 +10,7 @@ use tract_onnx::tract_core::ops::quant::{DequantizeLinearF32, QuantizeLinearI8, 
 use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
+use super::int8_product::Grid;
 use super::threads;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +73,14 @@ impl FakeQuantize {
         for x in values {
             *x = self.value(*x);
         }
+    }
+
+    /// The grid its outputs lie on, as integer products take it; None where its levels span
+    /// more than an i8 holds.
+    pub fn grid(&self) -> Option<Grid> {
+        let (lo, hi) = (round(self.lo), round(self.hi));
+        let usable = self.scale > 0.0 && self.scale.is_finite() && hi - lo <= 255.0;
+        usable.then(|| Grid { scale: self.scale, offset: -128 - lo as i32 })
     }
 
     /// One value quantized and dequantized; inlined into the caller's loop, to be vectorized.

@@ -20,6 +20,9 @@ mod fake_quantize;
 mod finish;
 mod fold;
 mod im2col;
+mod int8_product;
+#[cfg(test)]
+mod int8_tests;
 mod maxpool;
 pub(crate) mod pin;
 mod planes;
@@ -33,6 +36,8 @@ mod softmax;
 pub(super) mod tests;
 pub mod threads;
 
+pub use int8_product::has_dot_product;
+
 use tract_onnx::prelude::*;
 use tract_onnx::tract_core::model::Rewriter;
 use tract_onnx::tract_core::ops::binary::TypedBinOp;
@@ -41,8 +46,10 @@ use tract_onnx::tract_core::ops::einsum::EinSum;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
 use tract_onnx::tract_core::ops::nn::Softmax;
 
-/// Replaces what edgert's operators cover in a decluttered model.
-pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
+/// Replaces what edgert's operators cover in a decluttered model; with `integers`, puts the
+/// convolutions of INT8 QDQ models on integer products (`int8_product::has_dot_product` says
+/// where they are faster).
+pub fn rewrite(model: &mut TypedModel, integers: bool) -> TractResult<()> {
     Rewriter::<()>::default()
         .with_rule_for::<Conv>("edgert-depthwise", depthwise::rule)
         .with_rule_for::<Conv>("edgert-conv", conv::rule)
@@ -64,7 +71,14 @@ pub fn rewrite(model: &mut TypedModel) -> TractResult<()> {
             "edgert-fold-fake-quantize",
             fold::fold_into_convolution,
         )
-        .rewrite(&(), model)
+        .rewrite(&(), model)?;
+    // After the folds, which decide where the fake-quantize steps end up.
+    if integers {
+        Rewriter::<()>::default()
+            .with_rule_for::<pointwise::PointwiseConv>("edgert-onto-integers", fold::onto_integers)
+            .rewrite(&(), model)?;
+    }
+    Ok(())
 }
 
 /// The patch that feeds `input` through `op`, named `name`, in place of what `replaced` gave.

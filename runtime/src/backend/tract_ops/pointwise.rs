@@ -3,7 +3,8 @@
 //! matrix, and dense convolutions over their im2col matrix (`conv`): run as matrix products by
 //! the `gemm` crate's f32 kernels (AVX2, AVX-512 or NEON, picked at run time), then, on each
 //! block of rows while it is in cache, the bias, a ReLU or ReLU6 that follows, and any
-//! QuantizeLinear → DequantizeLinear pairs folded in.
+//! QuantizeLinear → DequantizeLinear pairs folded in. An INT8 QDQ model's channel-first products
+//! run on integers where the processor has dot-product instructions (`int8_product`).
 
 use std::ops::Range;
 
@@ -17,6 +18,7 @@ use super::clip;
 use super::fake_quantize::FakeQuantize;
 use super::finish::{finish, Bias, Steps};
 use super::im2col::Im2col;
+use super::int8_product::{pack_data, Grid, IntegerWeights};
 use super::planes::transpose;
 use super::pointwise_narrow::{Narrow, MAX_CHANNELS};
 use super::quantize_table::QuantizeTable;
@@ -54,6 +56,10 @@ pub struct PointwiseConv {
     /// An 8-bit activation after it (`QuantizeTable`), folded in: applied last.
     table: Option<QuantizeTable>,
     output_shape: TVec<usize>,
+    /// The weights as integers and the grid the data lies on, where the data is a fake-quantize
+    /// step's output and the weights are integers times a scale (`on_integers`): channel-first
+    /// products are then integer ones.
+    integer: Option<(IntegerWeights, Grid)>,
 }
 
 // Weights are compared bit for bit; a NaN weight makes two ops unequal, which only costs tract a
@@ -72,12 +78,13 @@ impl Op for PointwiseConv {
         let blocks = format!("{} × {} positions", self.blocks, self.positions);
         let im2col = if self.im2col.is_some() { ", over im2col" } else { "" };
         let silu = if self.silu { ", SiLU" } else { "" };
+        let integer = if self.integer.is_some() { ", on integers" } else { "" };
         let table = match &self.table {
             Some(table) => format!(", then {}", table.info()?.join(" ")),
             None => String::new(),
         };
         Ok(vec![format!(
-            "{channels}{im2col}, {layout}, {blocks}, clip {:?}{silu}, {:?}{table}",
+            "{channels}{im2col}{integer}, {layout}, {blocks}, clip {:?}{silu}, {:?}{table}",
             self.clip, self.quantize
         )])
     }
@@ -256,6 +263,7 @@ impl PointwiseConv {
             quantize: vec![],
             table: None,
             output_shape: output_shape.into(),
+            integer: None,
         }
     }
 
@@ -333,7 +341,7 @@ impl PointwiseConv {
     ) -> TractResult<()> {
         let (positions, depth, cout) = (self.positions, self.in_channels, self.bias.len());
         let threads = if positions * depth * cout >= THREADING_WORK { threads::available() } else { 1 };
-        if threads > 1 && positions < cout && depth * positions <= WHOLE_DATA {
+        if threads > 1 && positions < cout && depth * positions <= WHOLE_DATA && self.integer.is_none() {
             let mut scratch = Vec::new();
             let chunk = data(&mut scratch, 0..positions);
             let (values, stride) = chunk.values(&scratch);
@@ -349,9 +357,24 @@ impl PointwiseConv {
             });
         }
         let out = SharedRows::new(out, positions);
-        threads::on_ranges(positions, chunk, threads, Vec::new, |scratch, columns| {
-            let chunk = data(scratch, columns.clone());
-            let (data, stride) = chunk.values(scratch);
+        threads::on_ranges(positions, chunk, threads, Scratch::default, |scratch, columns| {
+            let Scratch { values, packed, products } = scratch;
+            let chunk = data(values, columns.clone());
+            let (data, stride) = chunk.values(values);
+            if let Some((weights, grid)) = &self.integer {
+                let n = columns.len();
+                pack_data(data, stride, depth, n, *grid, packed);
+                products.resize(cout * n, 0.0);
+                weights.product(packed, n, *grid, products);
+                for (c, (&bias, products)) in self.bias.iter().zip(products.chunks_exact(n)).enumerate() {
+                    // SAFETY: the ranges `on_ranges` hands out are disjoint, so no other call
+                    // writes or reads these columns of any output channel while this one does.
+                    let row = unsafe { out.columns(c, columns.clone()) };
+                    row.copy_from_slice(products);
+                    self.finish(row, Bias::Same(bias));
+                }
+                return Ok(());
+            }
             let (weights, n) = ((&self.weights[..], depth, 1), columns.len());
             let product = Product { m: cout, n, k: depth, a: weights, b: (data, stride, 1) };
             // SAFETY: the ranges `on_ranges` hands out are disjoint, so no other call writes or
@@ -415,6 +438,27 @@ impl PointwiseConv {
         self.table.is_none().then(|| PointwiseConv { table: Some(table.clone()), ..self.clone() })
     }
 
+    /// This convolution on integers, its data lying on `input`: where it computes channel-first
+    /// products and its weights are integers times a scale.
+    pub fn on_integers(&self, input: Grid) -> Option<PointwiseConv> {
+        let channel_first = !self.data_channel_last && !self.output_channel_last && self.positions > 1;
+        if !channel_first || self.integer.is_some() {
+            return None;
+        }
+        // Channel-first products keep their weights output channels × depth.
+        let weights = IntegerWeights::new(&self.weights, self.bias.len(), self.in_channels)?;
+        Some(PointwiseConv { integer: Some((weights, input)), ..self.clone() })
+    }
+
+    /// The grid its outputs lie on: that of the 8-bit activation or fake-quantize step it ends
+    /// with, if any.
+    pub fn output_grid(&self) -> Option<Grid> {
+        match &self.table {
+            Some(table) => table.grid(),
+            None => self.quantize.last()?.grid(),
+        }
+    }
+
     /// This convolution with a SiLU after it, where nothing comes between: no clip, no quantize.
     pub fn then_silu(&self) -> Option<PointwiseConv> {
         let bare = self.clip == clip::NONE && self.quantize.is_empty() && !self.silu;
@@ -429,6 +473,15 @@ impl PointwiseConv {
             table.apply(values);
         }
     }
+}
+
+/// A thread's scratch for `channel_first`: a chunk's data where it is made, and for an integer
+/// product the data packed and the products.
+#[derive(Default)]
+struct Scratch {
+    values: Vec<f32>,
+    packed: Vec<i8>,
+    products: Vec<f32>,
 }
 
 /// A chunk's data for `channel_first`: depth rows of its columns, `stride` apart.
@@ -764,6 +817,7 @@ pub fn rule(
         quantize: vec![],
         table: None,
         output_shape: output_shape.into(),
+        integer: None,
     };
     super::replacing(model, node.inputs[data], name, op, last.into())
 }

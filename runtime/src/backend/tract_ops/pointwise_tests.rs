@@ -169,7 +169,7 @@ fn a_product_of_two_activations_is_left_to_tract() {
     let y = model.wire_node("product", einsum, &[a, b]).unwrap();
     model.select_output_outlets(&y).unwrap();
     let mut ours = model.clone();
-    super::rewrite(&mut ours).unwrap();
+    super::rewrite(&mut ours, false).unwrap();
     assert_eq!(op_names(&ours), op_names(&model));
 }
 

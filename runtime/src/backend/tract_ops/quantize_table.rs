@@ -14,6 +14,7 @@ use tract_onnx::tract_core::{as_op, op_as_typed_op, op_out_of_plan};
 
 use super::clip;
 use super::fake_quantize::{in_place, quantize_linear, same_f32, FakeQuantize, ROUND};
+use super::int8_product::Grid;
 
 #[derive(Debug, Clone)]
 pub struct QuantizeTable {
@@ -53,6 +54,12 @@ impl QuantizeTable {
             self.table.run(levels);
             self.dequantize_from(levels, block);
         }
+    }
+
+    /// The grid its outputs lie on, as integer products take it: its DequantizeLinear's.
+    pub fn grid(&self) -> Option<Grid> {
+        let offset = if self.signed { self.dq_zero_point } else { self.dq_zero_point - 128 };
+        (self.dq_scale > 0.0 && self.dq_scale.is_finite()).then_some(Grid { scale: self.dq_scale, offset })
     }
 
     /// Each value's level, as its 8 bits: the low bits of the level plus `ROUND`, so no

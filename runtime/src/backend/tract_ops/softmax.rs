@@ -185,7 +185,7 @@ mod tests {
         let values: Vec<f32> = (0..48).map(|i| 1000.0 + (i % 7) as f32 * 30.0).collect();
         let input = Tensor::from_shape(&[3, 16], &values).unwrap();
         let mut model = model(&[3, 16], 0, SoftmaxKind::Softmax);
-        super::super::rewrite(&mut model).unwrap();
+        super::super::rewrite(&mut model, false).unwrap();
         let got = &super::super::tests::run(&model, &input)[0];
         for lane in 0..16 {
             let column: Vec<f32> = (0..3).map(|r| got[r * 16 + lane]).collect();

@@ -39,9 +39,19 @@ pub(super) fn count(model: &TypedModel, name: &str) -> usize {
 /// Runs `model` as tract does and rewritten, and requires the same outputs within `tolerance`
 /// (relative); returns the rewritten model.
 pub(super) fn rewritten_agrees(model: &TypedModel, input_shape: &[usize], tolerance: f32) -> TypedModel {
+    rewritten_agrees_on(model, input_shape, tolerance, false)
+}
+
+/// `rewritten_agrees`, with INT8 QDQ convolutions on integer products where `integers`.
+pub(super) fn rewritten_agrees_on(
+    model: &TypedModel,
+    input_shape: &[usize],
+    tolerance: f32,
+    integers: bool,
+) -> TypedModel {
     let input = Tensor::from_shape(input_shape, &values(input_shape.iter().product(), 7)).unwrap();
     let mut ours = model.clone();
-    rewrite(&mut ours).unwrap();
+    rewrite(&mut ours, integers).unwrap();
     let (expected, got) = (run(model, &input), run(&ours, &input));
     assert_eq!(expected.len(), got.len());
     for (e, g) in expected.iter().zip(&got) {
@@ -483,7 +493,7 @@ fn a_channel_last_dense_convolution_is_left_to_tract() {
     let same = PaddingSpec::Explicit(tvec!(1, 1), tvec!(1, 1));
     let model = dense_conv(DataFormat::NHWC, &[1, 6, 6, 3], 4, [3, 3], [1, 1], same, &[]);
     let mut ours = model.clone();
-    rewrite(&mut ours).unwrap();
+    rewrite(&mut ours, false).unwrap();
     assert_eq!(op_names(&ours), op_names(&model));
 }
 
@@ -572,7 +582,7 @@ fn a_relu6_before_a_quantize_dequantize_pair_is_folded_into_it() {
 fn a_quantized_tensor_read_as_integers_is_left_to_tract() {
     let model = quantize_model(false, 0, 1, true);
     let mut ours = model.clone();
-    rewrite(&mut ours).unwrap();
+    rewrite(&mut ours, false).unwrap();
     assert_eq!(op_names(&ours), op_names(&model));
 }
 
@@ -594,7 +604,8 @@ fn shipped(name: &str) -> (TypedModel, TypedModel, crate::pipeline::Pipeline) {
         .unwrap();
     let plain = super::super::tract_model::decluttered(&model, &Default::default(), "cpu").unwrap().typed;
     let mut ours = plain.clone();
-    rewrite(&mut ours).unwrap();
+    // As the `cpu` backend does on this processor.
+    rewrite(&mut ours, super::has_dot_product()).unwrap();
     let pipeline =
         crate::pipeline::Pipeline::open(model, super::super::select("cpu").unwrap(), Default::default());
     (plain, ours, pipeline.unwrap())
