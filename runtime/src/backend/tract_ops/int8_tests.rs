@@ -3,11 +3,11 @@
 //! scale per output channel.
 
 use tract_onnx::prelude::*;
-use tract_onnx::tract_core::ops::cnn::{Conv, KernelFormat, MaxPool, PaddingSpec, PoolSpec};
+use tract_onnx::tract_core::ops::cnn::{MaxPool, PaddingSpec, PoolSpec};
 use tract_onnx::tract_core::ops::nn::DataFormat;
 use tract_onnx::tract_core::ops::quant::{quantize_linear_i8, quantize_linear_u8, DequantizeLinearF32};
 
-use super::tests::{on_threads, rewritten_agrees_on, values};
+use super::tests::{on_threads, rewritten_agrees_on, values, wire_conv};
 
 /// The input's grid: its scale, and zero points for i8 and u8.
 const SCALE: f32 = 0.0213;
@@ -61,46 +61,14 @@ fn quantized_conv(
         let q = model.wire_node("q", quantize, &[x]).unwrap()[0];
         wire = model.wire_node("dq", DequantizeLinearF32::new(SCALE, zero_point), &[q]).unwrap()[0];
     }
-    wire = wire_conv(&mut model, wire, [cin, cout], kernel, stride, weights_on_grid, "conv");
+    let weights = grid_weights(cout, cin, kernel, weights_on_grid);
+    wire = wire_conv(&mut model, "conv", wire, weights, [cin, cout, 1, kernel, stride]);
     if quantized_output {
         wire = model.wire_node("q_out", quantize_linear_i8(OUT_SCALE.recip(), 3), &[wire]).unwrap()[0];
         wire = model.wire_node("dq_out", DequantizeLinearF32::new(OUT_SCALE, 3), &[wire]).unwrap()[0];
     }
     model.select_output_outlets(&[wire]).unwrap();
     model.into_decluttered().unwrap()
-}
-
-/// A `kernel` × `kernel` convolution of `wire` (`cin` → `cout` channels, NCHW, stride `stride`,
-/// padded to keep the size at stride 1) with `grid_weights` and a bias, named `name`.
-fn wire_conv(
-    model: &mut TypedModel,
-    wire: OutletId,
-    [cin, cout]: [usize; 2],
-    kernel: usize,
-    stride: usize,
-    on_grid: bool,
-    name: &str,
-) -> OutletId {
-    let weights =
-        model.add_const(format!("{name}.kernel"), grid_weights(cout, cin, kernel, on_grid)).unwrap();
-    let bias = Tensor::from_shape(&[cout], &values(cout, 5)).unwrap();
-    let bias = model.add_const(format!("{name}.bias"), bias).unwrap();
-    let pad = kernel / 2;
-    let conv = Conv {
-        pool_spec: PoolSpec {
-            data_format: DataFormat::NCHW,
-            kernel_shape: tvec!(kernel, kernel),
-            padding: PaddingSpec::Explicit(tvec!(pad, pad), tvec!(pad, pad)),
-            dilations: None,
-            strides: Some(tvec!(stride, stride)),
-            input_channels: cin,
-            output_channels: cout,
-        },
-        kernel_fmt: KernelFormat::OIHW,
-        group: 1,
-        q_params: None,
-    };
-    model.wire_node(name, conv, &[wire, weights, bias]).unwrap()[0]
 }
 
 /// The convolutions of `model` that run on integer products, and all of edgert's.
@@ -192,7 +160,7 @@ fn a_convolution_after_an_8bit_activation_and_a_max_pooling_is_on_integers_too()
             output_channels: 16,
         };
         wire = model.wire_node("pool", MaxPool::new(pool, None), &[wire]).unwrap()[0];
-        wire = wire_conv(&mut model, wire, [16, 24], 1, 1, true, "conv2");
+        wire = wire_conv(&mut model, "conv2", wire, grid_weights(24, 16, 1, true), [16, 24, 1, 1, 1]);
         model.select_output_outlets(&[wire]).unwrap();
         let model = model.into_decluttered().unwrap();
         let ours = rewritten_agrees_on(&model, &input, 0.05, true);

@@ -211,7 +211,20 @@ fn conv_relu6(
         &[cout, cin / group, kernel, kernel],
         &values(cout * cin / group * kernel * kernel, 3),
     );
-    let weights = model.add_const(format!("{name}.weights"), weights.unwrap()).unwrap();
+    let wire = wire_conv(model, name, input, weights.unwrap(), [cin, cout, group, kernel, stride]);
+    add_clip(model, wire, 4, &RELU6, &format!("{name}.relu6."))
+}
+
+/// A channel-first 2-D `Conv` (`group` groups, the OIHW `weights`, a bias, stride `stride`,
+/// padding that keeps the size at stride 1) of `input` into `cout` channels.
+pub(super) fn wire_conv(
+    model: &mut TypedModel,
+    name: &str,
+    input: OutletId,
+    weights: Tensor,
+    [cin, cout, group, kernel, stride]: [usize; 5],
+) -> OutletId {
+    let weights = model.add_const(format!("{name}.weights"), weights).unwrap();
     let bias = model
         .add_const(format!("{name}.bias"), Tensor::from_shape(&[cout], &values(cout, 5)).unwrap())
         .unwrap();
@@ -230,8 +243,7 @@ fn conv_relu6(
         group,
         q_params: None,
     };
-    let wire = model.wire_node(name, conv, &[input, weights, bias]).unwrap()[0];
-    add_clip(model, wire, 4, &RELU6, &format!("{name}.relu6."))
+    model.wire_node(name, conv, &[input, weights, bias]).unwrap()[0]
 }
 
 /// MobileNetV2's shape in small, channel-first as ONNX has it: a 1×1 convolution, then a
