@@ -14,7 +14,8 @@ const COLUMNS: usize = 8;
 /// Values along the depth each dot product takes.
 const GROUP: usize = 4;
 
-/// Where the values of a `FakeQuantize`'s output lie: `scale · (q − offset)` for an i8 `q`.
+/// Where the values a fake-quantize step or an 8-bit activation writes lie: `scale · (q − offset)`
+/// for an i8 `q`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Grid {
     pub scale: f32,
