@@ -342,6 +342,12 @@ fn edgert_cpu_kernels_picks_whose_operators_cpu_runs_and_reports_say_which() {
     };
     let (ours, tracts) = (version("edgert"), version("tract"));
     assert!(ours.contains("edgert's convolution and fake-quantize kernels"), "{ours}");
+    // Integer INT8 convolutions are named where they run: on processors with dot products.
+    assert_eq!(
+        ours.contains("INT8 convolutions on integers"),
+        edgert::backend::tract_ops::has_dot_product(),
+        "{ours}"
+    );
     assert!(tracts.starts_with("tract-onnx") && !tracts.contains("edgert"), "{tracts}");
     // Asked for by name, or reached by `gpu-or-cpu` falling back: the same one line, exit 1.
     let fallback = [&args[..], &["--backend", "gpu-or-cpu"]].concat();

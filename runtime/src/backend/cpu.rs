@@ -45,7 +45,11 @@ impl Backend for CpuBackend {
     fn version(&self) -> Option<String> {
         let tract = concat!("tract-onnx ", env!("EDGERT_TRACT_VERSION"));
         Some(match self.kernels() {
-            Ok(CpuKernels::Edgert) => format!("{tract}, edgert's convolution and fake-quantize kernels"),
+            Ok(CpuKernels::Edgert) => {
+                let integers =
+                    if tract_ops::has_dot_product() { ", INT8 convolutions on integers (SDOT)" } else { "" };
+                format!("{tract}, edgert's convolution and fake-quantize kernels{integers}")
+            }
             _ => tract.into(),
         })
     }
